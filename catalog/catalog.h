@@ -1,0 +1,116 @@
+// The local SQLite catalog of one repository: the index of what is on the
+// target (packs, blobs, trees, snapshots) plus operational history. WAL mode,
+// numbered migrations. Everything but history can be rebuilt from the target.
+//
+// The catalog knows nothing of the engine's formats: trees are opaque bodies,
+// ids are keel::Id. One Catalog object may be shared by threads; calls are
+// serialized internally.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/bytes.h"
+#include "util/id.h"
+
+namespace keel::catalog {
+
+enum class BlobType : uint8_t { kData = 0, kTree = 1 };
+
+struct PackRecord {
+  Id id;
+  uint64_t size = 0;        // bytes of the whole pack object
+  Bytes xxh3_128;           // 16 bytes: XXH3-128 of the whole pack object
+  int64_t created_unix = 0; // seconds
+};
+
+// A blob's place in its pack. `xxh3` covers the stored (sealed) bytes, so a
+// scrub can find bit rot without keys.
+struct BlobRecord {
+  Id id;
+  BlobType type = BlobType::kData;
+  uint64_t offset = 0;
+  uint32_t stored_length = 0;
+  uint32_t raw_length = 0;
+  uint64_t xxh3 = 0;
+};
+
+struct BlobLocation {
+  Id pack;
+  BlobRecord blob;
+};
+
+struct SnapshotStats {
+  uint64_t files = 0;
+  uint64_t dirs = 0;
+  uint64_t bytes = 0;          // logical bytes of the files in the snapshot
+  uint64_t bytes_read = 0;     // bytes read from the source (changed files)
+  uint64_t bytes_added = 0;    // bytes stored on the target by this backup
+  uint64_t chunks_added = 0;
+  uint64_t errors = 0;         // items skipped
+  int64_t duration_ms = 0;
+};
+
+struct SnapshotRecord {
+  Id id;
+  int64_t time_ns = 0;  // Unix time the backup started
+  std::string host;
+  std::string username;
+  std::vector<std::string> paths;
+  std::vector<std::string> tags;
+  std::optional<Id> parent;
+  Id root;  // root tree
+  SnapshotStats stats;
+};
+
+class Catalog {
+ public:
+  // Opens or creates the database at `path` (and its directory) and applies
+  // pending migrations. Throws Error(kTargetIo) if it cannot.
+  static std::unique_ptr<Catalog> open(const std::string& path);
+  virtual ~Catalog() = default;
+
+  virtual int schema_version() = 0;
+
+  // Small key/value facts: repository id, target description.
+  virtual std::optional<std::string> get_meta(std::string_view key) = 0;
+  virtual void set_meta(std::string_view key, std::string_view value) = 0;
+
+  // A pack and all its blobs, in one transaction. A blob already indexed in
+  // another pack keeps its first location.
+  virtual void add_pack(const PackRecord& pack, std::span<const BlobRecord> blobs) = 0;
+  virtual bool has_pack(const Id& pack) = 0;
+  virtual std::vector<PackRecord> list_packs() = 0;
+  virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;
+  virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
+  // Every indexed blob id: loads the engine's dedupe index.
+  virtual void for_each_blob(const std::function<void(const Id&, BlobType)>& fn) = 0;
+  virtual uint64_t blob_count() = 0;
+  // Removes the pack and the blobs it indexes.
+  virtual void remove_pack(const Id& pack) = 0;
+
+  // Directory trees as the engine serialized them (plaintext), so listing
+  // and restore planning need no round trip to the target.
+  virtual void put_tree(const Id& id, ByteView body) = 0;
+  virtual std::optional<Bytes> get_tree(const Id& id) = 0;
+
+  virtual void add_snapshot(const SnapshotRecord& snapshot) = 0;  // replaces one with the same id
+  virtual std::optional<SnapshotRecord> get_snapshot(const Id& id) = 0;
+  virtual std::vector<SnapshotRecord> list_snapshots() = 0;  // oldest first
+  virtual void remove_snapshot(const Id& id) = 0;
+
+  // Drops packs, blobs, trees and snapshots (not history), before a rebuild.
+  virtual void clear_index() = 0;
+
+  // Runs `fn` inside one transaction (committed if it returns, rolled back
+  // if it throws). Calls on this catalog from `fn` join the transaction.
+  virtual void transaction(const std::function<void()>& fn) = 0;
+};
+
+}  // namespace keel::catalog

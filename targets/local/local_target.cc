@@ -1,0 +1,190 @@
+#include "targets/local/local_target.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/id.h"
+
+namespace fs = std::filesystem;
+
+namespace keel::targets::local {
+namespace {
+
+constexpr const char* kTmpDir = "tmp";
+
+class LocalTarget;
+
+class LocalUpload : public Upload {
+ public:
+  LocalUpload(LocalTarget& target, std::string key, std::string tmp_path, UniqueFd fd)
+      : target_(target), key_(std::move(key)), tmp_path_(std::move(tmp_path)), fd_(std::move(fd)) {}
+  ~LocalUpload() override {
+    if (fd_) abort();
+  }
+
+  void write_part(uint32_t part_number, uint64_t offset, ByteView data) override {
+    if (!fd_) throw Error(ErrorKind::kFailure, "write_part after commit or abort on " + key_);
+    pwrite_all(fd_.get(), data, static_cast<off_t>(offset),
+               "write part " + std::to_string(part_number) + " of " + tmp_path_);
+  }
+
+  void commit() override;
+
+  void abort() noexcept override {
+    fd_.reset();
+    ::unlink(tmp_path_.c_str());
+  }
+
+ private:
+  LocalTarget& target_;
+  std::string key_;
+  std::string tmp_path_;
+  UniqueFd fd_;
+};
+
+class LocalTarget : public Target {
+ public:
+  explicit LocalTarget(fs::path root) : root_(std::move(root)) {}
+
+  std::string describe() const override { return root_.string(); }
+
+  std::unique_ptr<Upload> start_upload(const std::string& key) override {
+    check_key(key);
+    std::string tmp = (root_ / kTmpDir / (Id::random().hex() + ".upload")).string();
+    UniqueFd fd = open_or_throw(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    return std::make_unique<LocalUpload>(*this, key, tmp, std::move(fd));
+  }
+
+  void put(const std::string& key, ByteView data) override {
+    auto upload = start_upload(key);
+    upload->write_part(1, 0, data);
+    upload->commit();
+  }
+
+  size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) override {
+    check_key(key);
+    std::string path = path_of(key);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) throw Error(ErrorKind::kNotFound, path + ": no such object");
+      throw_errno("open " + path, errno);
+    }
+    UniqueFd owned(fd);
+    return pread_full(fd, out, static_cast<off_t>(offset), "read " + path);
+  }
+
+  std::optional<ObjectInfo> head(const std::string& key) override {
+    check_key(key);
+    struct stat st;
+    std::string path = path_of(key);
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+      throw_errno("stat " + path, errno);
+    }
+    return ObjectInfo{key, static_cast<uint64_t>(st.st_size)};
+  }
+
+  void list(const std::string& prefix, const std::function<void(const ObjectInfo&)>& fn) override {
+    // Walk the deepest directory that the prefix names in full, then filter.
+    std::string dir_part = prefix.substr(0, prefix.rfind('/') == std::string::npos ? 0 : prefix.rfind('/'));
+    fs::path start = dir_part.empty() ? root_ : root_ / dir_part;
+    std::error_code ec;
+    if (!fs::is_directory(start, ec)) return;
+    for (auto it = fs::recursive_directory_iterator(start, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      const fs::path& p = it->path();
+      std::string rel = p.lexically_relative(root_).generic_string();
+      if (rel == kTmpDir) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (!it->is_regular_file(ec)) continue;
+      if (rel.compare(0, prefix.size(), prefix) != 0) continue;
+      fn(ObjectInfo{rel, static_cast<uint64_t>(it->file_size(ec))});
+    }
+    if (ec) throw Error(ErrorKind::kTargetIo, "list " + start.string() + ": " + ec.message());
+  }
+
+  void remove(const std::string& key) override {
+    check_key(key);
+    std::string path = path_of(key);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("remove " + path, errno);
+  }
+
+  // Publishes a finished temporary file under `key`.
+  void publish(const std::string& tmp, const std::string& key) {
+    fs::path dest = root_ / key;
+    ensure_dir(dest.parent_path());
+    if (::rename(tmp.c_str(), dest.c_str()) != 0) throw_errno("rename " + tmp + " to " + dest.string(), errno);
+    fsync_dir(dest.parent_path().string());
+  }
+
+ private:
+  std::string path_of(const std::string& key) const { return (root_ / key).string(); }
+
+  static void check_key(const std::string& key) {
+    if (key.empty() || key.front() == '/' || key.find("..") != std::string::npos) {
+      throw Error(ErrorKind::kUsage, "invalid object key: " + key);
+    }
+  }
+
+  // Creates a directory (and parents) once, fsyncing each parent so the new
+  // entry survives a crash.
+  void ensure_dir(const fs::path& dir) {
+    {
+      std::lock_guard lock(dirs_mu_);
+      if (known_dirs_.count(dir.string())) return;
+    }
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      ensure_dir(dir.parent_path());
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("mkdir " + dir.string(), errno);
+      fsync_dir(dir.parent_path().string());
+    }
+    std::lock_guard lock(dirs_mu_);
+    known_dirs_.insert(dir.string());
+  }
+
+  fs::path root_;
+  std::mutex dirs_mu_;
+  std::set<std::string> known_dirs_;
+};
+
+void LocalUpload::commit() {
+  if (!fd_) throw Error(ErrorKind::kFailure, "commit after commit or abort on " + key_);
+  fsync_or_throw(fd_.get(), tmp_path_);
+  fd_.reset();
+  try {
+    target_.publish(tmp_path_, key_);
+  } catch (...) {
+    ::unlink(tmp_path_.c_str());
+    throw;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Target> open_local_target(const std::string& root, bool create) {
+  fs::path p = fs::absolute(root).lexically_normal();
+  if (p.has_filename() == false) p = p.parent_path();
+  std::error_code ec;
+  if (create) {
+    fs::create_directories(p / kTmpDir, ec);
+    if (ec) throw Error(ErrorKind::kTargetIo, "create " + p.string() + ": " + ec.message());
+  } else if (!fs::is_directory(p, ec)) {
+    throw Error(ErrorKind::kRepository, p.string() + ": no such directory");
+  } else {
+    fs::create_directories(p / kTmpDir, ec);
+  }
+  return std::make_unique<LocalTarget>(p);
+}
+
+}  // namespace keel::targets::local

@@ -1,0 +1,19 @@
+#include "targets/target.h"
+
+#include "util/error.h"
+
+namespace keel::targets {
+
+Bytes Target::get(const std::string& key) {
+  std::optional<ObjectInfo> info = head(key);
+  if (!info) throw Error(ErrorKind::kNotFound, describe() + "/" + key + ": no such object");
+  Bytes out(info->size);
+  size_t n = get_range(key, 0, out);
+  if (n != out.size()) {
+    throw Error(ErrorKind::kTargetIo, describe() + "/" + key + ": object shrank while reading (" +
+                                          std::to_string(n) + " of " + std::to_string(out.size()) + " bytes)");
+  }
+  return out;
+}
+
+}  // namespace keel::targets

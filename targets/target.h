@@ -1,0 +1,66 @@
+// The seam every object store implements: the local directory today, S3 over
+// HTTP and the RDMA data plane behind the same interface. Keys are relative to
+// the repository root ("config", "packs/3f/3fa2..."); a target maps them onto
+// its own namespace (a directory, a bucket prefix).
+//
+// All methods are safe to call from several threads at once. Failures throw
+// keel::Error: kNotFound for a missing key, kTargetIo for everything else,
+// with the target and key in the message.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "util/bytes.h"
+
+namespace keel::targets {
+
+struct ObjectInfo {
+  std::string key;
+  uint64_t size = 0;
+};
+
+// One object streamed in parts, as an S3 multipart upload is. Parts are
+// numbered from 1 in byte order and may be written concurrently and out of
+// order; `offset` is the part's position in the object. Nothing is visible
+// under the key until commit() returns; then the whole object is, durably.
+// Destroying an upload that was not committed aborts it.
+class Upload {
+ public:
+  virtual ~Upload() = default;
+  virtual void write_part(uint32_t part_number, uint64_t offset, ByteView data) = 0;
+  virtual void commit() = 0;
+  virtual void abort() noexcept = 0;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+
+  // For messages: "/srv/backup" or "s3://bucket/prefix".
+  virtual std::string describe() const = 0;
+  // Every part but the last must be at least this large (S3: 5 MiB).
+  virtual uint64_t min_part_size() const { return 0; }
+
+  virtual std::unique_ptr<Upload> start_upload(const std::string& key) = 0;
+  // Whole-object put, atomic and durable when it returns.
+  virtual void put(const std::string& key, ByteView data) = 0;
+  // Reads [offset, offset + out.size()) into `out`; returns the bytes read,
+  // fewer than out.size() only where the object ends.
+  virtual size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) = 0;
+  virtual std::optional<ObjectInfo> head(const std::string& key) = 0;
+  // Calls `fn` for every object whose key starts with `prefix`, in no
+  // particular order.
+  virtual void list(const std::string& prefix, const std::function<void(const ObjectInfo&)>& fn) = 0;
+  // Removing a missing key is not an error.
+  virtual void remove(const std::string& key) = 0;
+
+  // Whole object; built on head + get_range.
+  Bytes get(const std::string& key);
+};
+
+}  // namespace keel::targets

@@ -1,0 +1,40 @@
+#include "util/checksum.h"
+
+#include <algorithm>
+#include <new>
+
+namespace keel {
+
+namespace {
+Hash128 canonical(XXH128_hash_t h) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, h);
+  Hash128 out;
+  std::copy(std::begin(c.digest), std::end(c.digest), out.begin());
+  return out;
+}
+}  // namespace
+
+Xxh3Stream::Xxh3Stream() : state_(XXH3_createState()) {
+  if (!state_) throw std::bad_alloc();
+  XXH3_128bits_reset(state_);
+}
+
+Xxh3Stream::~Xxh3Stream() { XXH3_freeState(state_); }
+
+void Xxh3Stream::update(ByteView data) { XXH3_128bits_update(state_, data.data(), data.size()); }
+
+void Xxh3Stream::update_zeros(uint64_t count) {
+  static const uint8_t kZeros[64 * 1024] = {};
+  while (count > 0) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(count, sizeof kZeros));
+    XXH3_128bits_update(state_, kZeros, n);
+    count -= n;
+  }
+}
+
+Hash128 Xxh3Stream::digest() const { return canonical(XXH3_128bits_digest(state_)); }
+
+Hash128 xxh3_128(ByteView data) { return canonical(XXH3_128bits(data.data(), data.size())); }
+
+}  // namespace keel

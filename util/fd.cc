@@ -1,0 +1,124 @@
+#include "util/fd.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "util/error.h"
+#include "util/id.h"
+
+namespace keel {
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+UniqueFd open_or_throw(const std::string& path, int flags, mode_t mode) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT) throw Error(ErrorKind::kNotFound, "open " + path + ": no such file or directory");
+    throw_errno("open " + path, e);
+  }
+  return UniqueFd(fd);
+}
+
+void write_all(int fd, ByteView data, const std::string& context) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(context, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+void pwrite_all(int fd, ByteView data, off_t offset, const std::string& context) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(context, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+size_t pread_full(int fd, std::span<uint8_t> data, off_t offset, const std::string& context) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pread(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(context, errno);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+size_t read_full(int fd, std::span<uint8_t> data, const std::string& context) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(context, errno);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+void fsync_or_throw(int fd, const std::string& context) {
+  if (::fsync(fd) != 0) throw_errno("fsync " + context, errno);
+}
+
+void fsync_dir(const std::string& dir) {
+  UniqueFd fd = open_or_throw(dir, O_RDONLY | O_DIRECTORY);
+  fsync_or_throw(fd.get(), dir);
+}
+
+Bytes read_file(const std::string& path) {
+  UniqueFd fd = open_or_throw(path, O_RDONLY);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) throw_errno("stat " + path, errno);
+  Bytes out(static_cast<size_t>(st.st_size));
+  out.resize(read_full(fd.get(), out, "read " + path));
+  return out;
+}
+
+void write_file_atomic(const std::string& path, ByteView data, mode_t mode) {
+  std::filesystem::path p(path);
+  std::string tmp = path + ".tmp-" + Id::random().short_hex();
+  {
+    UniqueFd fd = open_or_throw(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
+    try {
+      write_all(fd.get(), data, "write " + tmp);
+      fsync_or_throw(fd.get(), tmp);
+    } catch (...) {
+      ::unlink(tmp.c_str());
+      throw;
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw_errno("rename " + tmp + " to " + path, e);
+  }
+  fsync_dir(p.parent_path().empty() ? "." : p.parent_path().string());
+}
+
+}  // namespace keel
