@@ -1,1 +1,396 @@
-// placeholder: being written
+#include "catalog/catalog.h"
+
+#include <filesystem>
+#include <mutex>
+#include <system_error>
+
+#include "catalog/sqlite.h"
+#include "util/codec.h"
+#include "util/error.h"
+
+namespace keel::catalog {
+
+namespace {
+
+// Two keel processes may share a catalog; one waits this long for the
+// other's write transaction before giving up with "database is locked".
+constexpr int kBusyTimeoutMs = 10'000;
+// Page cache per connection, in KiB. The blob index takes random-key inserts;
+// against SQLite's 2 MiB default this makes add_pack about 1.6x faster once
+// the index outgrows the default cache.
+constexpr int kCacheKiB = 64 * 1024;
+
+// Migration N (1-based) is kMigrations[N - 1]: statements applied in one
+// transaction, after which PRAGMA user_version is N. Append, never edit.
+const std::vector<std::vector<std::string_view>> kMigrations = {
+    // 1: the index of the target.
+    {
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+        // Blobs refer to their pack by this small number, not its 32-byte id.
+        "CREATE TABLE packs(pack_no INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, size INTEGER NOT NULL,"
+        " xxh3 BLOB NOT NULL, created INTEGER NOT NULL)",
+        // Many millions of rows: clustered on the id, no rowid to store.
+        "CREATE TABLE blobs(id BLOB PRIMARY KEY, pack_no INTEGER NOT NULL REFERENCES packs(pack_no),"
+        " type INTEGER NOT NULL, offset INTEGER NOT NULL, stored_length INTEGER NOT NULL,"
+        " raw_length INTEGER NOT NULL, xxh3 INTEGER NOT NULL) WITHOUT ROWID",
+        "CREATE INDEX blobs_by_pack ON blobs(pack_no)",
+        // Tree bodies run to kilobytes, too large for a WITHOUT ROWID table
+        // (whose interior pages would hold whole rows), so the id is indexed
+        // and the bodies stay in the rowid b-tree's leaves.
+        "CREATE TABLE trees(tree_no INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, body BLOB NOT NULL)",
+        // paths and tags are Encoder lists (varint count, then strings), as
+        // paths may hold any byte but NUL.
+        "CREATE TABLE snapshots(id BLOB PRIMARY KEY, time_ns INTEGER NOT NULL, host TEXT NOT NULL,"
+        " username TEXT NOT NULL, paths BLOB NOT NULL, tags BLOB NOT NULL, parent BLOB, root BLOB NOT NULL,"
+        " files INTEGER NOT NULL, dirs INTEGER NOT NULL, bytes INTEGER NOT NULL, bytes_read INTEGER NOT NULL,"
+        " bytes_added INTEGER NOT NULL, chunks_added INTEGER NOT NULL, errors INTEGER NOT NULL,"
+        " duration_ms INTEGER NOT NULL) WITHOUT ROWID",
+    },
+};
+
+Bytes encode_strings(const std::vector<std::string>& strings) {
+  Encoder e;
+  e.varint(strings.size());
+  for (const auto& s : strings) e.str(s);
+  return e.take();
+}
+
+std::vector<std::string> decode_strings(ByteView data, const std::string& what) {
+  Decoder d(data, what);
+  uint64_t count = d.varint();
+  // Each string takes at least its one-byte length, which bounds `count`.
+  if (count > d.remaining()) d.fail("count " + std::to_string(count) + " exceeds the bytes left");
+  std::vector<std::string> strings;
+  strings.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) strings.push_back(d.str());
+  d.expect_done();
+  return strings;
+}
+
+Id column_id(Statement& s, int column) { return Id::from_bytes(s.column_blob(column)); }
+
+constexpr const char* kSnapshotColumns =
+    "id, time_ns, host, username, paths, tags, parent, root,"
+    " files, dirs, bytes, bytes_read, bytes_added, chunks_added, errors, duration_ms";
+
+SnapshotRecord read_snapshot(Statement& s) {
+  SnapshotRecord r;
+  r.id = column_id(s, 0);
+  r.time_ns = s.column_int64(1);
+  r.host = s.column_text(2);
+  r.username = s.column_text(3);
+  r.paths = decode_strings(s.column_blob(4), "catalog snapshot " + r.id.hex() + " paths");
+  r.tags = decode_strings(s.column_blob(5), "catalog snapshot " + r.id.hex() + " tags");
+  if (!s.column_is_null(6)) r.parent = column_id(s, 6);
+  r.root = column_id(s, 7);
+  r.stats.files = s.column_uint64(8);
+  r.stats.dirs = s.column_uint64(9);
+  r.stats.bytes = s.column_uint64(10);
+  r.stats.bytes_read = s.column_uint64(11);
+  r.stats.bytes_added = s.column_uint64(12);
+  r.stats.chunks_added = s.column_uint64(13);
+  r.stats.errors = s.column_uint64(14);
+  r.stats.duration_ms = s.column_int64(15);
+  return r;
+}
+
+// Columns: id, type, offset, stored_length, raw_length, xxh3.
+BlobRecord read_blob(Statement& s, int first) {
+  BlobRecord b;
+  b.id = column_id(s, first);
+  b.type = static_cast<BlobType>(s.column_int64(first + 1));
+  b.offset = s.column_uint64(first + 2);
+  b.stored_length = static_cast<uint32_t>(s.column_int64(first + 3));
+  b.raw_length = static_cast<uint32_t>(s.column_int64(first + 4));
+  b.xxh3 = s.column_uint64(first + 5);
+  return b;
+}
+
+class SqliteCatalog final : public Catalog {
+ public:
+  explicit SqliteCatalog(const std::string& path) : db_(path) {
+    db_.exec("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs));
+    db_.exec("PRAGMA journal_mode = WAL");
+    // In WAL mode NORMAL loses at most the last commits on power loss, never
+    // consistency; everything but history can be rebuilt from the target.
+    db_.exec("PRAGMA synchronous = NORMAL");
+    db_.exec("PRAGMA foreign_keys = ON");
+    db_.exec("PRAGMA cache_size = -" + std::to_string(kCacheKiB));  // negative: KiB, not pages
+    migrate();
+  }
+
+  int schema_version() override {
+    std::lock_guard lock(mutex_);
+    return read_user_version();
+  }
+
+  std::optional<std::string> get_meta(std::string_view key) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("SELECT value FROM meta WHERE key = ?"));
+    s->bind_text(1, key);
+    if (!s->step()) return std::nullopt;
+    return s->column_text(0);
+  }
+
+  void set_meta(std::string_view key, std::string_view value) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(
+        "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+    s->bind_text(1, key);
+    s->bind_text(2, value);
+    s->run();
+  }
+
+  void add_pack(const PackRecord& pack, std::span<const BlobRecord> blobs) override {
+    in_transaction([&] {
+      int64_t pack_no;
+      {
+        // Adding a pack again (a rebuild) refreshes it and keeps its number.
+        StatementScope s(db_.cached(
+            "INSERT INTO packs(id, size, xxh3, created) VALUES(?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " size = excluded.size, xxh3 = excluded.xxh3, created = excluded.created RETURNING pack_no"));
+        s->bind_blob(1, pack.id.view());
+        s->bind_uint64(2, pack.size);
+        s->bind_blob(3, pack.xxh3_128);
+        s->bind_int64(4, pack.created_unix);
+        s->step();
+        pack_no = s->column_int64(0);
+      }
+      Statement& insert = db_.cached(
+          "INSERT INTO blobs(id, pack_no, type, offset, stored_length, raw_length, xxh3)"
+          " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING");
+      for (const BlobRecord& blob : blobs) {
+        StatementScope s(insert);
+        s->bind_blob(1, blob.id.view());
+        s->bind_int64(2, pack_no);
+        s->bind_int64(3, static_cast<int64_t>(blob.type));
+        s->bind_uint64(4, blob.offset);
+        s->bind_int64(5, blob.stored_length);
+        s->bind_int64(6, blob.raw_length);
+        s->bind_uint64(7, blob.xxh3);
+        s->run();
+      }
+    });
+  }
+
+  bool has_pack(const Id& pack) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("SELECT 1 FROM packs WHERE id = ?"));
+    s->bind_blob(1, pack.view());
+    return s->step();
+  }
+
+  std::vector<PackRecord> list_packs() override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("SELECT id, size, xxh3, created FROM packs ORDER BY pack_no"));
+    std::vector<PackRecord> packs;
+    while (s->step()) {
+      PackRecord& p = packs.emplace_back();
+      p.id = column_id(*s, 0);
+      p.size = s->column_uint64(1);
+      ByteView hash = s->column_blob(2);
+      p.xxh3_128.assign(hash.begin(), hash.end());
+      p.created_unix = s->column_int64(3);
+    }
+    return packs;
+  }
+
+  std::optional<BlobLocation> find_blob(const Id& blob) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(
+        "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
+        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no WHERE b.id = ?"));
+    s->bind_blob(1, blob.view());
+    if (!s->step()) return std::nullopt;
+    return BlobLocation{column_id(*s, 0), read_blob(*s, 1)};
+  }
+
+  std::vector<BlobRecord> blobs_in_pack(const Id& pack) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(
+        "SELECT id, type, offset, stored_length, raw_length, xxh3 FROM blobs"
+        " WHERE pack_no = (SELECT pack_no FROM packs WHERE id = ?) ORDER BY offset"));
+    s->bind_blob(1, pack.view());
+    std::vector<BlobRecord> blobs;
+    while (s->step()) blobs.push_back(read_blob(*s, 0));
+    return blobs;
+  }
+
+  void for_each_blob(const std::function<void(const Id&, BlobType)>& fn) override {
+    std::lock_guard lock(mutex_);
+    // Not cached: `fn` may call back into this catalog.
+    Statement s = db_.prepare("SELECT id, type FROM blobs");
+    while (s.step()) fn(column_id(s, 0), static_cast<BlobType>(s.column_int64(1)));
+  }
+
+  uint64_t blob_count() override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("SELECT count(*) FROM blobs"));
+    s->step();
+    return s->column_uint64(0);
+  }
+
+  void remove_pack(const Id& pack) override {
+    in_transaction([&] {
+      {
+        StatementScope s(db_.cached("DELETE FROM blobs WHERE pack_no = (SELECT pack_no FROM packs WHERE id = ?)"));
+        s->bind_blob(1, pack.view());
+        s->run();
+      }
+      StatementScope s(db_.cached("DELETE FROM packs WHERE id = ?"));
+      s->bind_blob(1, pack.view());
+      s->run();
+    });
+  }
+
+  void put_tree(const Id& id, ByteView body) override {
+    std::lock_guard lock(mutex_);
+    // A tree id is the hash of its body, so a stored one never changes.
+    StatementScope s(db_.cached("INSERT INTO trees(id, body) VALUES(?, ?) ON CONFLICT(id) DO NOTHING"));
+    s->bind_blob(1, id.view());
+    s->bind_blob(2, body);
+    s->run();
+  }
+
+  std::optional<Bytes> get_tree(const Id& id) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("SELECT body FROM trees WHERE id = ?"));
+    s->bind_blob(1, id.view());
+    if (!s->step()) return std::nullopt;
+    ByteView body = s->column_blob(0);
+    return Bytes(body.begin(), body.end());
+  }
+
+  void add_snapshot(const SnapshotRecord& r) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(std::string("INSERT OR REPLACE INTO snapshots(") + kSnapshotColumns +
+                                ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    s->bind_blob(1, r.id.view());
+    s->bind_int64(2, r.time_ns);
+    s->bind_text(3, r.host);
+    s->bind_text(4, r.username);
+    s->bind_blob(5, encode_strings(r.paths));
+    s->bind_blob(6, encode_strings(r.tags));
+    if (r.parent) {
+      s->bind_blob(7, r.parent->view());
+    } else {
+      s->bind_null(7);
+    }
+    s->bind_blob(8, r.root.view());
+    s->bind_uint64(9, r.stats.files);
+    s->bind_uint64(10, r.stats.dirs);
+    s->bind_uint64(11, r.stats.bytes);
+    s->bind_uint64(12, r.stats.bytes_read);
+    s->bind_uint64(13, r.stats.bytes_added);
+    s->bind_uint64(14, r.stats.chunks_added);
+    s->bind_uint64(15, r.stats.errors);
+    s->bind_int64(16, r.stats.duration_ms);
+    s->run();
+  }
+
+  std::optional<SnapshotRecord> get_snapshot(const Id& id) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(std::string("SELECT ") + kSnapshotColumns + " FROM snapshots WHERE id = ?"));
+    s->bind_blob(1, id.view());
+    if (!s->step()) return std::nullopt;
+    return read_snapshot(*s);
+  }
+
+  std::vector<SnapshotRecord> list_snapshots() override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(std::string("SELECT ") + kSnapshotColumns + " FROM snapshots ORDER BY time_ns, id"));
+    std::vector<SnapshotRecord> snapshots;
+    while (s->step()) snapshots.push_back(read_snapshot(*s));
+    return snapshots;
+  }
+
+  void remove_snapshot(const Id& id) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("DELETE FROM snapshots WHERE id = ?"));
+    s->bind_blob(1, id.view());
+    s->run();
+  }
+
+  void clear_index() override {
+    // Blobs before packs: they reference them.
+    in_transaction([&] { db_.exec("DELETE FROM blobs; DELETE FROM packs; DELETE FROM trees; DELETE FROM snapshots"); });
+  }
+
+  void transaction(const std::function<void()>& fn) override { in_transaction(fn); }
+
+ private:
+  // Depth 0 opens a real transaction (IMMEDIATE: take the write lock now,
+  // so a concurrent writer makes us wait instead of failing on upgrade).
+  // Deeper calls join it through a savepoint, so a failed inner call
+  // undoes only its own part if the caller catches the error.
+  template <typename Fn>
+  void in_transaction(const Fn& fn) {
+    std::lock_guard lock(mutex_);
+    const bool outermost = depth_ == 0;
+    db_.exec(outermost ? "BEGIN IMMEDIATE" : "SAVEPOINT nested");
+    ++depth_;
+    try {
+      fn();
+      db_.exec(outermost ? "COMMIT" : "RELEASE nested");
+    } catch (...) {
+      --depth_;
+      roll_back(outermost);
+      throw;
+    }
+    --depth_;
+  }
+
+  // Best effort while an error is already on its way up: a failure here
+  // would only hide it, and SQLite may have rolled back by itself.
+  void roll_back(bool outermost) noexcept {
+    if (db_.autocommit()) return;
+    try {
+      db_.exec(outermost ? "ROLLBACK" : "ROLLBACK TO nested; RELEASE nested");
+    } catch (...) {
+    }
+  }
+
+  int read_user_version() {
+    StatementScope s(db_.cached("PRAGMA user_version"));
+    s->step();
+    return static_cast<int>(s->column_int64(0));
+  }
+
+  void migrate() {
+    const int latest = static_cast<int>(kMigrations.size());
+    int version = read_user_version();
+    while (version < latest) {
+      in_transaction([&] {
+        // Re-read under the write lock: another process may have migrated.
+        version = read_user_version();
+        if (version >= latest) return;
+        for (std::string_view sql : kMigrations[version]) db_.exec(sql);
+        db_.exec("PRAGMA user_version = " + std::to_string(version + 1));
+      });
+      version = read_user_version();
+    }
+    if (version > latest) {
+      throw Error(ErrorKind::kTargetIo, "catalog " + db_.path() + ": schema version " + std::to_string(version) +
+                                            " is newer than this keel supports (" + std::to_string(latest) +
+                                            "); upgrade keel");
+    }
+  }
+
+  std::recursive_mutex mutex_;
+  Database db_;
+  int depth_ = 0;  // nesting of in_transaction calls
+};
+
+}  // namespace
+
+std::unique_ptr<Catalog> Catalog::open(const std::string& path) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) throw Error(ErrorKind::kTargetIo, "catalog " + path + ": cannot create directory " + parent.string() + ": " + ec.message());
+  }
+  return std::make_unique<SqliteCatalog>(path);
+}
+
+}  // namespace keel::catalog

@@ -89,7 +89,8 @@ class Catalog {
   virtual std::vector<PackRecord> list_packs() = 0;
   virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;
   virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
-  // Every indexed blob id: loads the engine's dedupe index.
+  // Every indexed blob id: loads the engine's dedupe index. Other threads'
+  // calls wait until it returns; `fn` itself may call this catalog.
   virtual void for_each_blob(const std::function<void(const Id&, BlobType)>& fn) = 0;
   virtual uint64_t blob_count() = 0;
   // Removes the pack and the blobs it indexes.
@@ -109,7 +110,9 @@ class Catalog {
   virtual void clear_index() = 0;
 
   // Runs `fn` inside one transaction (committed if it returns, rolled back
-  // if it throws). Calls on this catalog from `fn` join the transaction.
+  // if it throws). Calls on this catalog from `fn` join the transaction; a
+  // nested transaction (or add_pack) that throws undoes only its own part.
+  // Other threads' calls wait until it ends, so `fn` must not wait on them.
   virtual void transaction(const std::function<void()>& fn) = 0;
 };
 

@@ -1,1 +1,122 @@
-// placeholder: being written
+#include "engine/compress.h"
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "util/error.h"
+
+namespace keel::engine {
+
+namespace {
+
+struct CCtxFree {
+  void operator()(ZSTD_CCtx* ctx) const { ZSTD_freeCCtx(ctx); }
+};
+struct DCtxFree {
+  void operator()(ZSTD_DCtx* ctx) const { ZSTD_freeDCtx(ctx); }
+};
+using CCtxPtr = std::unique_ptr<ZSTD_CCtx, CCtxFree>;
+
+// The probe: slices spread evenly over the chunk, compressed together at a
+// fast level. Data that will not shrink (compressed media, archives,
+// encrypted files) is random to zstd, and a few slices show it for a small
+// fraction of the cost of compressing the whole chunk. Compressibility that
+// only appears at distances beyond a slice (a random block repeated inside
+// the chunk) can be missed; chunk-level dedup usually catches such data.
+constexpr size_t kProbeSlices = 8;
+constexpr size_t kProbeSliceSize = 4096;
+constexpr size_t kProbeSize = kProbeSlices * kProbeSliceSize;
+constexpr int kProbeLevel = 1;
+// The sample must shrink by at least 1/32 (~3%) for the full pass to run.
+constexpr size_t kProbeCapacity = kProbeSize - kProbeSize / 32;
+// Below this the probe would cost a large share of compressing everything.
+constexpr size_t kProbeMinInput = 2 * kProbeSize;
+
+CCtxPtr make_cctx(int level) {
+  CCtxPtr ctx(ZSTD_createCCtx());
+  if (!ctx) throw Error(ErrorKind::kFailure, "zstd: cannot allocate a compression context");
+  const size_t rc = ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_compressionLevel, level);
+  if (ZSTD_isError(rc)) {
+    throw Error(ErrorKind::kFailure, "zstd: setting level " + std::to_string(level) + ": " + ZSTD_getErrorName(rc));
+  }
+  return ctx;
+}
+
+// Compresses `src` into `dst` (capacity `capacity`); returns the frame size,
+// or 0 if the frame would not fit.
+size_t compress_bounded(ZSTD_CCtx* ctx, ByteView src, uint8_t* dst, size_t capacity) {
+  const size_t rc = ZSTD_compress2(ctx, dst, capacity, src.data(), src.size());
+  if (!ZSTD_isError(rc)) return rc;
+  if (ZSTD_getErrorCode(rc) == ZSTD_error_dstSize_tooSmall) return 0;
+  throw Error(ErrorKind::kFailure, std::string("zstd compression failed: ") + ZSTD_getErrorName(rc));
+}
+
+}  // namespace
+
+struct Compressor::State {
+  CCtxPtr full;
+  CCtxPtr probe;
+  Bytes sample = Bytes(kProbeSize);
+  Bytes sample_frame = Bytes(kProbeCapacity);
+
+  bool sample_shrinks(ByteView data) {
+    const size_t stride = (data.size() - kProbeSliceSize) / (kProbeSlices - 1);
+    for (size_t i = 0; i < kProbeSlices; ++i) {
+      std::memcpy(sample.data() + i * kProbeSliceSize, data.data() + i * stride, kProbeSliceSize);
+    }
+    return compress_bounded(probe.get(), sample, sample_frame.data(), sample_frame.size()) != 0;
+  }
+};
+
+Compressor::Compressor(int level) {
+  if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
+    throw Error(ErrorKind::kUsage, "zstd level " + std::to_string(level) + " is out of range (" +
+                                       std::to_string(ZSTD_minCLevel()) + " to " +
+                                       std::to_string(ZSTD_maxCLevel()) + ")");
+  }
+  state_ = std::make_unique<State>();
+  state_->full = make_cctx(level);
+  state_->probe = make_cctx(kProbeLevel);
+}
+
+Compressor::~Compressor() = default;
+
+bool Compressor::compress(ByteView data, Bytes& out) {
+  if (data.size() < 2) return false;  // no frame is smaller
+  if (data.size() >= kProbeMinInput && !state_->sample_shrinks(data)) return false;
+
+  // A frame of at most size-1 bytes is all that is worth keeping, so zstd
+  // may give up as soon as the output reaches that.
+  const size_t start = out.size();
+  out.resize(start + data.size() - 1);
+  const size_t frame_size = compress_bounded(state_->full.get(), data, out.data() + start, data.size() - 1);
+  out.resize(start + frame_size);
+  return frame_size != 0;
+}
+
+void decompress(ByteView frame, size_t raw_length, Bytes& out, const std::string& what) {
+  thread_local const std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx(ZSTD_createDCtx());
+  if (!dctx) throw Error(ErrorKind::kFailure, "zstd: cannot allocate a decompression context");
+
+  auto corrupt = [&](const std::string& why) {
+    out.clear();
+    return Error(ErrorKind::kIntegrity, what + ": " + why);
+  };
+  const unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR) throw corrupt("not a zstd frame");
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != raw_length) {
+    throw corrupt("zstd frame holds " + std::to_string(declared) + " bytes, expected " + std::to_string(raw_length));
+  }
+  out.resize(raw_length);
+  const size_t rc = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
+  if (ZSTD_isError(rc)) throw corrupt(std::string("zstd decompression failed: ") + ZSTD_getErrorName(rc));
+  if (rc != raw_length) {
+    throw corrupt("zstd frame decoded to " + std::to_string(rc) + " bytes, expected " + std::to_string(raw_length));
+  }
+}
+
+}  // namespace keel::engine

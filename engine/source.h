@@ -16,14 +16,15 @@ namespace keel::engine {
 
 // A run of file data read by FileReader::read.
 struct Extent {
-  uint64_t offset = 0;  // position in the file
+  uint64_t offset = 0;  // position in the file; at the end, the file's size
   size_t length = 0;    // 0: end of file
 };
 
 // Reads one file's content in order, skipping holes: each call fills the
 // front of `buf` with the next data and says where in the file it lies.
-// Offsets only grow; a gap between one extent's end and the next offset (or
-// the file size, at the end) is a hole that reads as zeros.
+// Offsets only grow; a gap between one extent's end and the next offset is a
+// hole that reads as zeros. The end-of-file extent (length 0) carries the
+// file's size as its offset, so a trailing hole is a gap like any other.
 class FileReader {
  public:
   virtual ~FileReader() = default;

@@ -1,1 +1,152 @@
 #include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+
+#include "engine/compress.h"
+#include "util/error.h"
+
+using namespace keel;
+using namespace keel::engine;
+
+namespace {
+
+Bytes random_bytes(size_t size, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Bytes data(size);
+  for (uint8_t& byte : data) byte = static_cast<uint8_t>(rng());
+  return data;
+}
+
+// Words drawn at random from a small vocabulary: compresses about 3:1.
+Bytes text_bytes(size_t size, uint64_t seed) {
+  static const char* const kWords[] = {"backup", "chunk", "the", "of", "repository", "snapshot", "and",
+                                       "restore", "a", "keel", "pack", "index", "to", "file", "data"};
+  std::mt19937_64 rng(seed);
+  std::string text;
+  while (text.size() < size) {
+    text += kWords[rng() % std::size(kWords)];
+    text += rng() % 12 == 0 ? ".\n" : " ";
+  }
+  text.resize(size);
+  return Bytes(text.begin(), text.end());
+}
+
+Bytes round_trip(ByteView frame, size_t raw_length) {
+  Bytes out;
+  decompress(frame, raw_length, out, "test chunk");
+  return out;
+}
+
+ErrorKind decompress_failure(ByteView frame, size_t raw_length) {
+  Bytes out;
+  try {
+    decompress(frame, raw_length, out, "chunk 99");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("chunk 99") != std::string::npos);
+    return e.kind();
+  }
+  FAIL("decompressed");
+  return ErrorKind::kFailure;
+}
+
+}  // namespace
+
+TEST_CASE("text compresses and round-trips", "[compress]") {
+  Compressor compressor(3);
+  // Below and above the size at which the incompressibility probe runs.
+  for (size_t size : {1000, 4096, 60000, 1 << 20}) {
+    INFO(size << " bytes of text");
+    const Bytes text = text_bytes(size, size);
+    Bytes frame;
+    REQUIRE(compressor.compress(text, frame));
+    CHECK(frame.size() < text.size() / 2);
+    CHECK(round_trip(frame, text.size()) == text);
+  }
+}
+
+TEST_CASE("compress appends to the output", "[compress]") {
+  Compressor compressor(3);
+  const Bytes text = text_bytes(200000, 1);
+  Bytes out{7, 7, 7};
+  REQUIRE(compressor.compress(text, out));
+  CHECK(out[0] == 7);
+  CHECK(round_trip(ByteView(out).subspan(3), text.size()) == text);
+}
+
+TEST_CASE("the configured level is used", "[compress]") {
+  const Bytes text = text_bytes(1 << 20, 2);
+  Bytes fast, strong;
+  REQUIRE(Compressor(1).compress(text, fast));
+  REQUIRE(Compressor(19).compress(text, strong));
+  CHECK(strong.size() < fast.size());
+  CHECK(round_trip(strong, text.size()) == text);
+  CHECK_THROWS_AS(Compressor(1000), Error);
+}
+
+TEST_CASE("random data is left uncompressed", "[compress]") {
+  Compressor compressor(3);
+  for (size_t size : {1, 100, 60000, 1 << 20}) {
+    INFO(size << " random bytes");
+    const Bytes data = random_bytes(size, size);
+    Bytes out{1, 2, 3};
+    CHECK_FALSE(compressor.compress(data, out));
+    CHECK(out == Bytes{1, 2, 3});
+  }
+}
+
+TEST_CASE("empty input is not compressed", "[compress]") {
+  Compressor compressor(3);
+  Bytes out;
+  CHECK_FALSE(compressor.compress({}, out));
+  CHECK(out.empty());
+}
+
+TEST_CASE("partly compressible chunks still compress", "[compress]") {
+  Compressor compressor(3);
+  const size_t size = 1 << 20;
+  SECTION("half random, half zeros") {
+    Bytes data = random_bytes(size, 3);
+    std::fill(data.begin() + size / 2, data.end(), 0);
+    Bytes frame;
+    REQUIRE(compressor.compress(data, frame));
+    CHECK(frame.size() < size * 6 / 10);
+    CHECK(round_trip(frame, size) == data);
+  }
+  SECTION("zeros, then random") {
+    Bytes data = random_bytes(size, 4);
+    std::fill(data.begin(), data.begin() + size / 2, 0);
+    Bytes frame;
+    REQUIRE(compressor.compress(data, frame));
+    CHECK(round_trip(frame, size) == data);
+  }
+  SECTION("random with a text quarter in the middle") {
+    Bytes data = random_bytes(size, 5);
+    const Bytes text = text_bytes(size / 4, 6);
+    std::copy(text.begin(), text.end(), data.begin() + size / 2);
+    Bytes frame;
+    REQUIRE(compressor.compress(data, frame));
+    CHECK(round_trip(frame, size) == data);
+  }
+}
+
+TEST_CASE("decompress rejects corrupt frames and wrong lengths", "[compress]") {
+  Compressor compressor(3);
+  const Bytes text = text_bytes(100000, 7);
+  Bytes frame;
+  REQUIRE(compressor.compress(text, frame));
+
+  CHECK(decompress_failure(frame, text.size() + 1) == ErrorKind::kIntegrity);
+  CHECK(decompress_failure(frame, text.size() - 1) == ErrorKind::kIntegrity);
+  CHECK(decompress_failure(ByteView(frame).first(frame.size() / 2), text.size()) == ErrorKind::kIntegrity);
+  CHECK(decompress_failure(text, text.size()) == ErrorKind::kIntegrity);  // not a frame at all
+  CHECK(decompress_failure({}, 0) == ErrorKind::kIntegrity);
+
+  Bytes bad_magic = frame;
+  bad_magic[0] ^= 0xff;
+  CHECK(decompress_failure(bad_magic, text.size()) == ErrorKind::kIntegrity);
+
+  Bytes out(3, 1);
+  CHECK_THROWS_AS(decompress(frame, text.size() + 1, out, "x"), Error);
+  CHECK(out.empty());
+}

@@ -1,0 +1,108 @@
+#include "agents/fs/file_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+
+#include "util/error.h"
+#include "util/fd.h"
+
+namespace keel::agents::fs {
+namespace {
+
+class DataExtentReader : public engine::FileReader {
+ public:
+  DataExtentReader(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {
+    ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+
+  engine::Extent read(std::span<uint8_t> buf) override {
+    if (buf.empty()) throw Error(ErrorKind::kFailure, "read " + path_ + ": empty buffer");
+    if (at_end_) return {end_, 0};
+    if (position_ >= region_end_ && !find_next_region()) return finish();
+    size_t wanted = static_cast<size_t>(std::min<uint64_t>(buf.size(), region_end_ - position_));
+    size_t got = pread_full(fd_.get(), buf.first(wanted), static_cast<off_t>(position_), "read " + path_);
+    if (got == 0) return finish();
+    engine::Extent extent{position_, got};
+    position_ += got;
+    // Short read: the file shrank inside this region; look again next call.
+    if (got < wanted) region_end_ = position_;
+    ::posix_fadvise(fd_.get(), static_cast<off_t>(extent.offset), static_cast<off_t>(got), POSIX_FADV_DONTNEED);
+    return extent;
+  }
+
+ private:
+  // Moves to the next data region at or after position_; false at the end.
+  bool find_next_region() {
+    off_t data = ::lseek(fd_.get(), static_cast<off_t>(position_), SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) return false;
+      if (errno == EINVAL) {
+        // No SEEK_DATA on this filesystem: read everything, holes as zeros.
+        region_end_ = std::numeric_limits<uint64_t>::max();
+        return true;
+      }
+      throw_errno("seek data in " + path_, errno);
+    }
+    off_t hole = ::lseek(fd_.get(), data, SEEK_HOLE);
+    if (hole < 0) {
+      if (errno == ENXIO) return false;  // truncated in between
+      throw_errno("seek hole in " + path_, errno);
+    }
+    position_ = static_cast<uint64_t>(data);
+    region_end_ = static_cast<uint64_t>(hole);
+    return true;
+  }
+
+  engine::Extent finish() {
+    struct stat st;
+    if (::fstat(fd_.get(), &st) != 0) throw_errno("stat " + path_, errno);
+    at_end_ = true;
+    end_ = std::max<uint64_t>(position_, static_cast<uint64_t>(st.st_size));
+    return {end_, 0};
+  }
+
+  UniqueFd fd_;
+  std::string path_;
+  uint64_t position_ = 0;
+  uint64_t region_end_ = 0;  // end of the data region being read
+  bool at_end_ = false;
+  uint64_t end_ = 0;
+};
+
+int open_at(int dir_fd, const std::string& name, int flags) {
+  int fd;
+  do {
+    fd = ::openat(dir_fd, name.c_str(), flags);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+}  // namespace
+
+std::unique_ptr<engine::FileReader> open_file_reader(int dir_fd, const std::string& name, const std::string& path) {
+  // O_NONBLOCK: if the file was replaced by a fifo since it was listed, the
+  // open must not hang; the type check below rejects it.
+  const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  int fd = open_at(dir_fd, name, flags | O_NOATIME);
+  // O_NOATIME needs ownership of the file or CAP_FOWNER.
+  if (fd < 0 && errno == EPERM) fd = open_at(dir_fd, name, flags);
+  if (fd < 0) {
+    if (errno == ENOENT) throw Error(ErrorKind::kNotFound, path + ": no such file or directory");
+    if (errno == ELOOP) throw Error(ErrorKind::kTargetIo, path + ": no longer a regular file");
+    throw_errno("open " + path, errno);
+  }
+  UniqueFd file(fd);
+  struct stat st;
+  if (::fstat(file.get(), &st) != 0) throw_errno("stat " + path, errno);
+  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::kTargetIo, path + ": no longer a regular file");
+  int status = ::fcntl(file.get(), F_GETFL);
+  if (status < 0 || ::fcntl(file.get(), F_SETFL, status & ~O_NONBLOCK) != 0) throw_errno("fcntl " + path, errno);
+  return std::make_unique<DataExtentReader>(std::move(file), path);
+}
+
+}  // namespace keel::agents::fs

@@ -1,0 +1,137 @@
+#include "cli/app.h"
+
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "targets/open_target.h"
+#include "util/error.h"
+
+namespace keel::cli {
+
+std::atomic<bool> App::cancel{false};
+
+namespace {
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+}  // namespace
+
+po::options_description App::global_options() {
+  po::options_description g("Global options");
+  g.add_options()
+      ("repo,r", po::value(&global.repo), "repository location (env KEEL_REPO)")
+      ("password-file", po::value(&global.password_file), "read the password from this file (env KEEL_PASSWORD_FILE)")
+      ("catalog", po::value(&global.catalog), "catalog database path (env KEEL_CATALOG)")
+      ("json", po::bool_switch(&global.json), "machine-readable output on stdout")
+      ("quiet,q", po::bool_switch(&global.quiet), "no progress or summary output")
+      ("help,h", "show help for this command");
+  return g;
+}
+
+void App::parse(const std::vector<std::string>& args, po::options_description& opts,
+                const po::positional_options_description& positional, po::variables_map& vm) {
+  po::options_description all;
+  all.add(opts).add(global_options());
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error(ErrorKind::kUsage, e.what());
+  }
+  if (global.repo.empty()) global.repo = env("KEEL_REPO");
+  if (global.password_file.empty()) global.password_file = env("KEEL_PASSWORD_FILE");
+  if (global.catalog.empty()) global.catalog = env("KEEL_CATALOG");
+}
+
+std::string prompt_secret(const std::string& prompt) {
+  if (!::isatty(STDIN_FILENO)) return "";
+  std::cerr << prompt << std::flush;
+  struct termios old_tio;
+  bool restore = ::tcgetattr(STDIN_FILENO, &old_tio) == 0;
+  if (restore) {
+    struct termios tio = old_tio;
+    tio.c_lflag &= static_cast<tcflag_t>(~ECHO);
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &tio);
+  }
+  std::string line;
+  std::getline(std::cin, line);
+  if (restore) ::tcsetattr(STDIN_FILENO, TCSANOW, &old_tio);
+  std::cerr << "\n";
+  return line;
+}
+
+std::string App::password(const std::string& prompt) {
+  if (std::string p = env("KEEL_PASSWORD"); !p.empty()) return p;
+  if (!global.password_file.empty()) {
+    std::ifstream in(global.password_file);
+    if (!in) throw Error(ErrorKind::kUsage, "cannot read password file " + global.password_file);
+    std::string line;
+    std::getline(in, line);
+    if (line.empty()) throw Error(ErrorKind::kUsage, "password file " + global.password_file + " is empty");
+    return line;
+  }
+  std::string p = prompt_secret(prompt);
+  if (p.empty()) {
+    throw Error(ErrorKind::kUsage, "no password: set KEEL_PASSWORD or KEEL_PASSWORD_FILE, pass --password-file, "
+                                   "or run on a terminal");
+  }
+  return p;
+}
+
+std::unique_ptr<engine::Repository> App::open_repository() {
+  auto target = targets::open_target(global.repo, {});
+  engine::OpenOptions options;
+  options.password = password();
+  options.catalog_path = global.catalog;
+  return engine::Repository::open(std::move(target), options);
+}
+
+bool App::progress_enabled() const { return !global.json && !global.quiet && ::isatty(STDERR_FILENO); }
+
+void App::say(const std::string& line) const {
+  if (!global.quiet) std::cout << line << "\n";
+}
+
+void App::warn(const std::string& line) const { std::cerr << line << "\n"; }
+
+struct ProgressLine::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread thread;
+};
+
+ProgressLine::ProgressLine(bool enabled, std::function<std::string(double)> render) {
+  if (!enabled) return;
+  state_ = std::make_unique<State>();
+  state_->thread = std::thread([s = state_.get(), render = std::move(render)] {
+    auto start = std::chrono::steady_clock::now();
+    std::unique_lock lock(s->mu);
+    while (!s->cv.wait_for(lock, std::chrono::milliseconds(250), [s] { return s->stop; })) {
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::cerr << "\r\033[K" << render(elapsed) << std::flush;
+    }
+    std::cerr << "\r\033[K" << std::flush;
+  });
+}
+
+ProgressLine::~ProgressLine() {
+  if (!state_) return;
+  {
+    std::lock_guard lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  state_->thread.join();
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,67 @@
+// What every command shares: global options, opening the repository, the
+// password, output mode, cancellation by signal and the progress line.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "engine/repository.h"
+
+namespace keel::cli {
+
+namespace po = boost::program_options;
+
+struct GlobalOptions {
+  std::string repo;           // --repo, KEEL_REPO
+  std::string password_file;  // --password-file, KEEL_PASSWORD_FILE
+  std::string catalog;        // --catalog, KEEL_CATALOG
+  bool json = false;
+  bool quiet = false;
+};
+
+class App {
+ public:
+  GlobalOptions global;
+  // Set by SIGINT/SIGTERM; long operations stop at the next safe point.
+  static std::atomic<bool> cancel;
+
+  // Options every command accepts.
+  po::options_description global_options();
+  // Parses a command's arguments together with the global options; fills
+  // `vm` and fills env defaults. Throws Error(kUsage) on bad input.
+  void parse(const std::vector<std::string>& args, po::options_description& opts,
+             const po::positional_options_description& positional, po::variables_map& vm);
+
+  // The repository password: KEEL_PASSWORD, the password file, or a prompt
+  // on the terminal. Throws Error(kUsage) if none can be had.
+  std::string password(const std::string& prompt = "repository password: ");
+  std::unique_ptr<engine::Repository> open_repository();
+
+  bool progress_enabled() const;  // a TTY on stderr, not --json, not --quiet
+  // Prints to stdout unless --quiet.
+  void say(const std::string& line) const;
+  void warn(const std::string& line) const;  // stderr, always
+};
+
+// Redraws a one-line status on stderr every few hundred ms while alive.
+class ProgressLine {
+ public:
+  ProgressLine(bool enabled, std::function<std::string(double elapsed_s)> render);
+  ~ProgressLine();  // clears the line
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Reads a secret from the terminal without echo; empty if stdin is no TTY.
+std::string prompt_secret(const std::string& prompt);
+
+}  // namespace keel::cli

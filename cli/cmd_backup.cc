@@ -1,0 +1,104 @@
+#include <unistd.h>
+
+#include <iostream>
+
+#include "agents/fs/fs_source.h"
+#include "agents/stdin/stdin_source.h"
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/json.h"
+#include "engine/backup.h"
+#include "util/error.h"
+
+namespace keel::cli {
+
+int cmd_backup(App& app, const Args& args) {
+  std::vector<std::string> paths, excludes, tags;
+  std::string stdin_name, host, parent;
+  bool use_stdin = false, force = false, one_fs = false;
+  size_t memory_mib = 256;
+  po::options_description opts("keel backup [options] PATH...: store a snapshot of PATHs (or of stdin)");
+  opts.add_options()
+      ("path", po::value(&paths)->composing(), "files and directories to back up")
+      ("exclude,e", po::value(&excludes)->composing(), "skip items matching this glob (repeatable)")
+      ("tag", po::value(&tags)->composing(), "tag the snapshot (repeatable)")
+      ("host", po::value(&host), "host name recorded in the snapshot")
+      ("parent", po::value(&parent), "compare against this snapshot instead of the latest of the same paths")
+      ("force", po::bool_switch(&force), "read every file, even those unchanged since the parent")
+      ("one-file-system,x", po::bool_switch(&one_fs), "stay on the file system of each PATH")
+      ("stdin", po::bool_switch(&use_stdin), "back up standard input as one file")
+      ("stdin-name", po::value(&stdin_name)->default_value("stdin"), "file name for --stdin")
+      ("memory", po::value(&memory_mib)->default_value(memory_mib), "MiB of data in flight at most");
+  po::positional_options_description pos;
+  pos.add("path", -1);
+  po::variables_map vm;
+  app.parse(args, opts, pos, vm);
+  if (vm.count("help")) {
+    std::cout << opts << app.global_options();
+    return 0;
+  }
+  if (use_stdin == !paths.empty()) throw Error(ErrorKind::kUsage, "give PATHs to back up, or --stdin (not both)");
+
+  std::unique_ptr<engine::Source> source =
+      use_stdin ? agents::stdin_stream::make_stream_source(STDIN_FILENO, stdin_name)
+                : agents::fs::make_fs_source(paths, agents::fs::FsOptions{.excludes = excludes, .one_file_system = one_fs});
+  auto repo = app.open_repository();
+
+  engine::BackupOptions options;
+  options.tags = tags;
+  options.host = host;
+  if (!parent.empty()) options.parent = repo->find_snapshot(parent).id;
+  options.reread_unchanged = force;
+  options.memory_budget = memory_mib << 20;
+  options.cancel = &App::cancel;
+  engine::BackupProgress progress;
+  engine::BackupResult result;
+  {
+    ProgressLine line(app.progress_enabled(), [&](double t) {
+      double rate = t > 0 ? static_cast<double>(progress.bytes) / t : 0;
+      std::string s = "[" + human_duration(t) + "] " + std::to_string(progress.files.load()) + " files, " +
+                      human_bytes(progress.bytes) + " scanned, " + human_bytes(progress.bytes_read) + " read, " +
+                      human_bytes(progress.bytes_added) + " added, " + human_rate(rate);
+      if (progress.expected_bytes > progress.bytes && rate > 0) {
+        s += ", ETA " + human_duration(static_cast<double>(progress.expected_bytes - progress.bytes) / rate);
+      }
+      return s;
+    });
+    result = engine::run_backup(*repo, *source, options, progress, [&](const engine::SkippedItem& item) {
+      app.warn("keel: skipped " + item.path + ": " + item.reason);
+    });
+  }
+  const catalog::SnapshotRecord& snap = result.snapshot;
+  double seconds = static_cast<double>(snap.stats.duration_ms) / 1000.0;
+  if (app.global.json) {
+    Json j;
+    j.begin_object()
+        .field("snapshot", snap.id.hex())
+        .field("parent", snap.parent ? snap.parent->hex() : "")
+        .field("files", snap.stats.files)
+        .field("dirs", snap.stats.dirs)
+        .field("bytes", snap.stats.bytes)
+        .field("bytes_read", snap.stats.bytes_read)
+        .field("bytes_added", snap.stats.bytes_added)
+        .field("chunks_added", snap.stats.chunks_added)
+        .field("errors", snap.stats.errors)
+        .field("seconds", seconds)
+        .field("peak_buffered_bytes", static_cast<uint64_t>(result.peak_buffered_bytes));
+    j.key("skipped").begin_array();
+    for (const auto& s : result.skipped) j.begin_object().field("path", s.path).field("reason", s.reason).end_object();
+    j.end_array().end_object();
+    std::cout << j.str() << "\n";
+  } else {
+    app.say("snapshot " + snap.id.short_hex() + " saved: " + std::to_string(snap.stats.files) + " files, " +
+            human_bytes(snap.stats.bytes) + " (" + human_bytes(snap.stats.bytes_read) + " read, " +
+            human_bytes(snap.stats.bytes_added) + " added) in " + human_duration(seconds) + ", " +
+            human_rate(seconds > 0 ? static_cast<double>(snap.stats.bytes) / seconds : 0));
+  }
+  if (!result.skipped.empty()) {
+    app.warn("keel: " + std::to_string(result.skipped.size()) + " items could not be backed up (listed above)");
+    return static_cast<int>(ErrorKind::kPartial);
+  }
+  return 0;
+}
+
+}  // namespace keel::cli

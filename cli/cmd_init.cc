@@ -1,0 +1,59 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/json.h"
+#include "engine/repository.h"
+#include "targets/open_target.h"
+#include "util/error.h"
+
+namespace keel::cli {
+
+int cmd_init(App& app, const Args& args) {
+  engine::RepoConfig config;
+  uint32_t min_kib = config.chunker.min_size / 1024, avg_kib = config.chunker.avg_size / 1024,
+           max_kib = config.chunker.max_size / 1024;
+  uint64_t pack_mib = config.pack_size >> 20;
+  po::options_description opts("keel init [options]: create an encrypted repository");
+  opts.add_options()
+      ("chunk-min", po::value(&min_kib)->default_value(min_kib), "smallest chunk, KiB")
+      ("chunk-avg", po::value(&avg_kib)->default_value(avg_kib), "average chunk, KiB (a power of two)")
+      ("chunk-max", po::value(&max_kib)->default_value(max_kib), "largest chunk, KiB")
+      ("compression", po::value(&config.compression_level)->default_value(config.compression_level),
+       "zstd level, 0 to store raw")
+      ("pack-size", po::value(&pack_mib)->default_value(pack_mib), "target pack size, MiB");
+  po::variables_map vm;
+  app.parse(args, opts, {}, vm);
+  if (vm.count("help")) {
+    std::cout << opts << app.global_options();
+    return 0;
+  }
+  config.chunker = {min_kib * 1024, avg_kib * 1024, max_kib * 1024};
+  config.chunker.validate();
+  if (config.compression_level < 0 || config.compression_level > 19) {
+    throw Error(ErrorKind::kUsage, "--compression must be 0..19");
+  }
+  if (pack_mib < 1) throw Error(ErrorKind::kUsage, "--pack-size must be at least 1 MiB");
+  config.pack_size = pack_mib << 20;
+
+  auto target = targets::open_target(app.global.repo, {.create = true});
+  engine::OpenOptions options;
+  options.password = app.password("new repository password: ");
+  options.catalog_path = app.global.catalog;
+  auto repo = engine::Repository::init(std::move(target), config, options);
+  if (app.global.json) {
+    Json j;
+    j.begin_object()
+        .field("repository", repo->target().describe())
+        .field("id", repo->config().repository_id.hex())
+        .field("catalog", repo->catalog_path())
+        .end_object();
+    std::cout << j.str() << "\n";
+  } else {
+    app.say("created keel repository " + repo->config().repository_id.short_hex() + " at " +
+            repo->target().describe());
+    app.say("catalog: " + repo->catalog_path());
+  }
+  return 0;
+}
+
+}  // namespace keel::cli

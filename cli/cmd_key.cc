@@ -1,0 +1,127 @@
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/json.h"
+#include "util/error.h"
+
+namespace keel::cli {
+namespace {
+
+std::string new_password(const std::string& file) {
+  if (!file.empty()) {
+    std::ifstream in(file);
+    std::string line;
+    if (!in || !std::getline(in, line) || line.empty()) throw Error(ErrorKind::kUsage, "cannot read a password from " + file);
+    return line;
+  }
+  if (const char* p = std::getenv("KEEL_NEW_PASSWORD"); p && *p) return p;
+  std::string a = prompt_secret("new password: ");
+  if (a.empty()) throw Error(ErrorKind::kUsage, "no new password: use --new-password-file or KEEL_NEW_PASSWORD");
+  if (prompt_secret("again: ") != a) throw Error(ErrorKind::kUsage, "the passwords differ");
+  return a;
+}
+
+}  // namespace
+
+int cmd_key(App& app, const Args& args) {
+  std::string action, id, new_password_file;
+  po::options_description opts("keel key list|add|remove ID: manage the passwords that open the repository");
+  opts.add_options()
+      ("action", po::value(&action), "list, add or remove")
+      ("id", po::value(&id), "key slot id (or a unique prefix) for remove")
+      ("new-password-file", po::value(&new_password_file), "read the new password from this file (add)");
+  po::positional_options_description pos;
+  pos.add("action", 1).add("id", 1);
+  po::variables_map vm;
+  app.parse(args, opts, pos, vm);
+  if (vm.count("help") || action.empty()) {
+    std::cout << opts << app.global_options();
+    return action.empty() && !vm.count("help") ? static_cast<int>(ErrorKind::kUsage) : 0;
+  }
+  auto repo = app.open_repository();
+  if (action == "list") {
+    auto slots = repo->list_key_slots();
+    Json j;
+    j.begin_array();
+    for (const auto& s : slots) {
+      bool current = s.id == repo->key_slot();
+      if (app.global.json) {
+        j.begin_object()
+            .field("id", s.id.hex())
+            .field("current", current)
+            .field("created", iso_time(s.created_unix * 1000000000))
+            .field("host", s.host)
+            .field("username", s.username)
+            .end_object();
+      } else {
+        std::printf("%s %s  %s  %s@%s\n", current ? "*" : " ", s.id.short_hex().c_str(),
+                    local_time(s.created_unix * 1000000000).c_str(), s.username.c_str(), s.host.c_str());
+      }
+    }
+    j.end_array();
+    if (app.global.json) std::cout << j.str() << "\n";
+    return 0;
+  }
+  if (action == "add") {
+    engine::KeySlotInfo slot = repo->add_key_slot(new_password(new_password_file));
+    if (app.global.json) {
+      std::cout << Json().begin_object().field("id", slot.id.hex()).end_object().str() << "\n";
+    } else {
+      app.say("added key slot " + slot.id.short_hex());
+    }
+    return 0;
+  }
+  if (action == "remove") {
+    if (id.size() < 4) throw Error(ErrorKind::kUsage, "key remove needs a slot id (4+ hex digits; see key list)");
+    std::vector<Id> hits;
+    for (const auto& s : repo->list_key_slots()) {
+      if (s.id.hex().compare(0, id.size(), id) == 0) hits.push_back(s.id);
+    }
+    if (hits.empty()) throw Error(ErrorKind::kNotFound, "no key slot " + id);
+    if (hits.size() > 1) throw Error(ErrorKind::kUsage, "key slot id " + id + " is ambiguous");
+    repo->remove_key_slot(hits.front());
+    app.say("removed key slot " + hits.front().short_hex());
+    return 0;
+  }
+  throw Error(ErrorKind::kUsage, "unknown key action '" + action + "' (list, add, remove)");
+}
+
+int cmd_catalog(App& app, const Args& args) {
+  std::string action;
+  po::options_description opts("keel catalog rebuild: rebuild the local catalog from the target alone");
+  opts.add_options()("action", po::value(&action), "rebuild");
+  po::positional_options_description pos;
+  pos.add("action", 1);
+  po::variables_map vm;
+  app.parse(args, opts, pos, vm);
+  if (vm.count("help")) {
+    std::cout << opts << app.global_options();
+    return 0;
+  }
+  if (action != "rebuild") throw Error(ErrorKind::kUsage, "unknown catalog action '" + action + "' (rebuild)");
+  auto repo = app.open_repository();
+  repo->rebuild_catalog();
+  auto& cat = repo->catalog();
+  size_t snapshots = cat.list_snapshots().size(), packs = cat.list_packs().size();
+  if (app.global.json) {
+    std::cout << Json()
+                     .begin_object()
+                     .field("catalog", repo->catalog_path())
+                     .field("snapshots", static_cast<uint64_t>(snapshots))
+                     .field("packs", static_cast<uint64_t>(packs))
+                     .field("blobs", cat.blob_count())
+                     .end_object()
+                     .str()
+              << "\n";
+  } else {
+    app.say("rebuilt catalog " + repo->catalog_path() + ": " + std::to_string(snapshots) + " snapshots, " +
+            std::to_string(packs) + " packs, " + std::to_string(cat.blob_count()) + " blobs");
+  }
+  return 0;
+}
+
+}  // namespace keel::cli

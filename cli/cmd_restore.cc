@@ -1,0 +1,98 @@
+#include <chrono>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/json.h"
+#include "engine/restore.h"
+#include "util/error.h"
+
+namespace keel::cli {
+
+int cmd_restore(App& app, const Args& args) {
+  std::string spec, target;
+  std::vector<std::string> includes;
+  bool no_verify = false;
+  size_t readers = 0;
+  po::options_description opts(
+      "keel restore SNAPSHOT[:PATH] --target DIR: restore a snapshot, or the contents of PATH in it");
+  opts.add_options()
+      ("snapshot", po::value(&spec), "snapshot id or 'latest', optionally :PATH")
+      ("target,t", po::value(&target), "directory to restore into")
+      ("include,i", po::value(&includes)->composing(), "restore only this path of the snapshot (repeatable)")
+      ("no-verify", po::bool_switch(&no_verify), "skip the per-file checksum check")
+      ("readers", po::value(&readers)->default_value(0), "ranged reads in flight (0: automatic)");
+  po::positional_options_description pos;
+  pos.add("snapshot", 1);
+  po::variables_map vm;
+  app.parse(args, opts, pos, vm);
+  if (vm.count("help")) {
+    std::cout << opts << app.global_options();
+    return 0;
+  }
+  if (spec.empty()) throw Error(ErrorKind::kUsage, "which snapshot? give an id or 'latest'");
+  if (target.empty()) throw Error(ErrorKind::kUsage, "where to? give --target DIR");
+
+  engine::RestoreOptions options;
+  options.target_dir = target;
+  if (auto colon = spec.find(':'); colon != std::string::npos) {
+    options.subpath = spec.substr(colon + 1);
+    spec = spec.substr(0, colon);
+  }
+  for (std::string inc : includes) {
+    if (inc.empty() || inc[0] != '/') inc = "/" + inc;
+    while (inc.size() > 1 && inc.back() == '/') inc.pop_back();
+    options.includes.push_back(inc);
+  }
+  options.verify = !no_verify;
+  options.readers = readers;
+  options.cancel = &App::cancel;
+
+  auto repo = app.open_repository();
+  catalog::SnapshotRecord snap = repo->find_snapshot(spec);
+  engine::RestoreProgress progress;
+  auto start = std::chrono::steady_clock::now();
+  engine::RestoreResult result;
+  {
+    ProgressLine line(app.progress_enabled(), [&](double t) {
+      double rate = t > 0 ? static_cast<double>(progress.bytes_done) / t : 0;
+      std::string s = "[" + human_duration(t) + "] " + std::to_string(progress.files_done.load()) + "/" +
+                      std::to_string(progress.files_total) + " files, " + human_bytes(progress.bytes_done) + "/" +
+                      human_bytes(progress.bytes_total) + ", " + human_rate(rate);
+      if (rate > 0 && progress.bytes_total > progress.bytes_done) {
+        s += ", ETA " + human_duration(static_cast<double>(progress.bytes_total - progress.bytes_done) / rate);
+      }
+      return s;
+    });
+    result = engine::run_restore(*repo, snap, options, progress);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& f : result.failures) app.warn("keel: failed to restore " + f.path + ": " + f.reason);
+  if (app.global.json) {
+    Json j;
+    j.begin_object()
+        .field("snapshot", snap.id.hex())
+        .field("target", target)
+        .field("files", result.files)
+        .field("dirs", result.dirs)
+        .field("bytes", result.bytes)
+        .field("seconds", seconds)
+        .field("verified", options.verify);
+    j.key("failures").begin_array();
+    for (const auto& f : result.failures) j.begin_object().field("path", f.path).field("reason", f.reason).end_object();
+    j.end_array().end_object();
+    std::cout << j.str() << "\n";
+  } else {
+    app.say("restored " + std::to_string(result.files) + " files, " + human_bytes(result.bytes) + " from snapshot " +
+            snap.id.short_hex() + " to " + target + " in " + human_duration(seconds) + " (" +
+            human_rate(seconds > 0 ? static_cast<double>(result.bytes) / seconds : 0) + ")" +
+            (options.verify ? ", verified" : ""));
+  }
+  if (!result.failures.empty()) {
+    app.warn("keel: " + std::to_string(result.failures.size()) + " items failed to restore");
+    return static_cast<int>(ErrorKind::kPartial);
+  }
+  return 0;
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,90 @@
+// keel: back up, restore and verify data in encrypted, deduplicated repositories.
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+namespace {
+
+using keel::cli::App;
+
+void on_signal(int sig) {
+  if (App::cancel.exchange(true)) {
+    std::signal(sig, SIG_DFL);  // a second signal stops at once
+    std::raise(sig);
+  }
+}
+
+const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
+    {"init", keel::cli::cmd_init},       {"backup", keel::cli::cmd_backup}, {"snapshots", keel::cli::cmd_snapshots},
+    {"ls", keel::cli::cmd_ls},           {"restore", keel::cli::cmd_restore}, {"check", keel::cli::cmd_check},
+    {"key", keel::cli::cmd_key},         {"catalog", keel::cli::cmd_catalog},
+};
+
+void usage(std::ostream& out) {
+  out << "usage: keel [--repo LOCATION] COMMAND [options]\n\n"
+         "commands:\n"
+         "  init        create an encrypted repository\n"
+         "  backup      store a snapshot of files, directories or stdin\n"
+         "  snapshots   list snapshots\n"
+         "  ls          list files in a snapshot\n"
+         "  restore     restore a snapshot, a subtree or one file\n"
+         "  check       verify the repository (--read-data: every byte)\n"
+         "  key         list, add or remove passwords\n"
+         "  catalog     rebuild the local catalog from the repository\n\n"
+         "Run 'keel COMMAND --help' for a command's options. Exit codes: docs/exit-codes.md\n";
+}
+
+// Global options that take a value, so their value is not taken for the command.
+bool takes_value(const std::string& arg) {
+  return arg == "--repo" || arg == "-r" || arg == "--password-file" || arg == "--catalog";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--version") {
+      std::cout << "keel " KEEL_VERSION "\n";
+      return 0;
+    }
+    if (takes_value(args[i])) {
+      ++i;
+      continue;
+    }
+    if (!args[i].empty() && args[i][0] != '-') {
+      command = args[i];
+      args.erase(args.begin() + static_cast<ptrdiff_t>(i));
+      break;
+    }
+  }
+  if (command.empty() || command == "help") {
+    usage(command.empty() ? std::cerr : std::cout);
+    return command.empty() ? static_cast<int>(keel::ErrorKind::kUsage) : 0;
+  }
+  auto it = kCommands.find(command);
+  if (it == kCommands.end()) {
+    std::cerr << "keel: unknown command '" << command << "'\n\n";
+    usage(std::cerr);
+    return static_cast<int>(keel::ErrorKind::kUsage);
+  }
+  App app;
+  try {
+    return it->second(app, args);
+  } catch (const keel::Error& e) {
+    std::cerr << "keel " << command << ": " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "keel " << command << ": internal error: " << e.what() << "\n";
+    return static_cast<int>(keel::ErrorKind::kFailure);
+  }
+}

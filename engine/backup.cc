@@ -1,0 +1,434 @@
+#include "engine/backup.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <thread>
+
+#include "engine/blob_codec.h"
+#include "engine/blob_index.h"
+#include "engine/chunker.h"
+#include "engine/compress.h"
+#include "engine/pack.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace keel::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reads are at least this large; the buffer holds a few of them plus the
+// unconsumed tail of the previous one (under one max-size chunk).
+constexpr size_t kReadSize = 8u << 20;
+
+bool all_zero(ByteView data) {
+  return !data.empty() && data[0] == 0 && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
+}
+
+// One chunk of a file whose id a worker has yet to fill in.
+struct PendingRef {
+  ContentRef ref;
+};
+
+// A file being stored: its chunks finish on workers, in any order.
+struct FileSlot {
+  std::vector<std::shared_ptr<PendingRef>> refs;
+  std::atomic<int> pending{0};
+  Hash128 hash{};
+  bool failed = false;  // set by the walker thread only
+
+  void chunk_done() {
+    if (pending.fetch_sub(1) == 1) pending.notify_all();
+  }
+  void wait() {
+    for (int p = pending.load(); p != 0; p = pending.load()) pending.wait(p);
+  }
+};
+
+struct DirSlot {
+  Id tree;
+};
+
+struct PendingEntry {
+  NodeMeta meta;
+  std::vector<ContentRef> content;   // files reused from the parent snapshot
+  Hash128 hash{};                    // ditto
+  std::shared_ptr<FileSlot> file;    // files being read now
+  std::shared_ptr<DirSlot> dir;      // directories
+};
+
+struct DirFrame {
+  NodeMeta meta;
+  std::string path;
+  std::vector<PendingEntry> entries;
+  std::optional<Tree> parent_tree;  // the same directory in the parent snapshot
+  std::shared_ptr<DirSlot> slot = std::make_shared<DirSlot>();
+};
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty() || dir == "/") return "/" + name;
+  return dir + "/" + name;
+}
+
+bool unchanged(const NodeMeta& now, const TreeEntry& before) {
+  const NodeMeta& b = before.meta;
+  return b.type == NodeType::kFile && now.size == b.size && now.mtime_ns == b.mtime_ns && now.ctime_ns == b.ctime_ns &&
+         now.inode == b.inode && now.device == b.device;
+}
+
+class BackupRun : public SourceSink {
+ public:
+  BackupRun(Repository& repo, const BackupOptions& options, BackupProgress& progress,
+            const std::function<void(const SkippedItem&)>& on_skip, const Tree* parent_root)
+      : repo_(repo),
+        options_(options),
+        progress_(progress),
+        on_skip_(on_skip),
+        parent_root_(parent_root),
+        chunker_(repo.config().chunker, repo.keys().chunker),
+        index_(repo.catalog()),
+        chunk_budget_(options.memory_budget / 2),
+        part_budget_(options.memory_budget / 2),
+        uploads_(4, 16),
+        data_packs_(repo.target(), repo.keys().data, catalog::BlobType::kData, pack_options(repo.config()), uploads_,
+                    part_budget_, [this](auto& pack, auto& blobs) { repo_.catalog().add_pack(pack, blobs); }),
+        tree_packs_(repo.target(), repo.keys().data, catalog::BlobType::kTree, pack_options(repo.config()), uploads_,
+                    part_budget_, [this](auto& pack, auto& blobs) { repo_.catalog().add_pack(pack, blobs); }),
+        workers_(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency()), 64) {}
+
+  // Walks the source and returns the root tree once every blob is durable.
+  Id run(Source& source) {
+    source.walk(*this);
+    if (!stack_.empty()) throw Error(ErrorKind::kFailure, "source ended inside a directory");
+    if (!root_) throw Error(ErrorKind::kFailure, "source produced no root directory");
+    finalize_dirs(/*all=*/true);
+    work_.wait();
+    data_packs_.flush();
+    tree_packs_.flush();
+    return root_->tree;
+  }
+
+  size_t peak_buffered() { return chunk_budget_.peak() + part_budget_.peak(); }
+  std::vector<SkippedItem> take_skipped() { return std::move(skipped_); }
+
+  void enter_dir(const NodeMeta& dir) override {
+    check_cancel();
+    auto frame = std::make_unique<DirFrame>();
+    frame->meta = dir;
+    if (stack_.empty()) {
+      if (root_) throw Error(ErrorKind::kFailure, "source produced two roots");
+      frame->path = "/";
+      if (parent_root_) frame->parent_tree = *parent_root_;
+      root_ = frame->slot;
+    } else {
+      DirFrame& parent = *stack_.back();
+      frame->path = join_path(parent.path, dir.name);
+      if (parent.parent_tree) {
+        const TreeEntry* before = parent.parent_tree->find(dir.name);
+        if (before && before->meta.type == NodeType::kDir) frame->parent_tree = repo_.load_tree(before->subtree);
+      }
+      PendingEntry entry;
+      entry.meta = dir;
+      entry.dir = frame->slot;
+      parent.entries.push_back(std::move(entry));
+    }
+    ++progress_.dirs;
+    stack_.push_back(std::move(frame));
+  }
+
+  void leave_dir() override {
+    if (stack_.empty()) throw Error(ErrorKind::kFailure, "source left more directories than it entered");
+    closed_.push_back(std::move(stack_.back()));
+    stack_.pop_back();
+    finalize_dirs(/*all=*/closed_.size() > 4096);
+  }
+
+  void add_node(const NodeMeta& meta, const OpenFile& open) override {
+    check_cancel();
+    if (stack_.empty()) throw Error(ErrorKind::kFailure, "source added " + meta.name + " outside any directory");
+    DirFrame& dir = *stack_.back();
+    PendingEntry entry;
+    entry.meta = meta;
+    if (meta.type == NodeType::kFile) {
+      ++progress_.files;
+      const TreeEntry* before = dir.parent_tree ? dir.parent_tree->find(meta.name) : nullptr;
+      if (before && !options_.reread_unchanged && unchanged(meta, *before)) {
+        entry.content = before->content;
+        entry.hash = before->file_hash;
+        progress_.bytes += meta.size;
+      } else {
+        std::string path = join_path(dir.path, meta.name);
+        entry.file = std::make_shared<FileSlot>();
+        try {
+          entry.meta.size = read_file(open, entry.file);
+        } catch (const Error& e) {
+          if (e.kind() == ErrorKind::kInterrupted) throw;
+          entry.file->failed = true;
+          skip(path, e.what());
+        }
+      }
+    }
+    dir.entries.push_back(std::move(entry));
+  }
+
+  void skip(const std::string& path, const std::string& reason) override {
+    ++progress_.errors;
+    skipped_.push_back({path, reason});
+    if (on_skip_) on_skip_(skipped_.back());
+  }
+
+ private:
+  static PackWriterOptions pack_options(const RepoConfig& c) { return {c.pack_size, c.part_size}; }
+
+  void check_cancel() {
+    if (options_.cancel && options_.cancel->load()) throw Error(ErrorKind::kInterrupted, "backup interrupted");
+    if (work_.failed()) work_.wait();  // rethrows the worker's error
+  }
+
+  // Reads, hashes and chunks one file; returns the bytes of content.
+  uint64_t read_file(const OpenFile& open, const std::shared_ptr<FileSlot>& file) {
+    FileSlot& slot = *file;
+    std::unique_ptr<FileReader> reader = open();
+    const size_t max_chunk = repo_.config().chunker.max_size;
+    const size_t capacity = std::max(kReadSize, size_t{max_chunk}) * 2;
+    Xxh3Stream hash;
+    auto buf = std::make_shared<Bytes>(capacity);
+    size_t start = 0, end = 0;  // unchunked data: (*buf)[start, end)
+    uint64_t file_pos = 0;      // file offset of (*buf)[end]
+
+    auto cut = [&](bool final) {
+      while (start < end) {
+        size_t n = chunker_.next_cut(ByteView(buf->data() + start, end - start), final);
+        if (n == 0) break;
+        emit_chunk(file, buf, start, n);
+        start += n;
+      }
+    };
+    for (;;) {
+      check_cancel();
+      if (capacity - end < kReadSize) {  // move the tail to a fresh buffer
+        auto next = std::make_shared<Bytes>(capacity);
+        std::memcpy(next->data(), buf->data() + start, end - start);
+        end -= start;
+        start = 0;
+        buf = std::move(next);
+      }
+      Extent ext = reader->read(std::span<uint8_t>(buf->data() + end, capacity - end));
+      if (ext.offset < file_pos) throw Error(ErrorKind::kFailure, "file reader went backwards");
+      if (ext.offset > file_pos) {  // a hole: close the data before it
+        cut(true);
+        add_hole(slot, ext.offset - file_pos);
+        hash.update_zeros(ext.offset - file_pos);
+        file_pos = ext.offset;
+      }
+      if (ext.length == 0) break;
+      hash.update(ByteView(buf->data() + end, ext.length));
+      end += ext.length;
+      file_pos += ext.length;
+      progress_.bytes_read += ext.length;
+      progress_.bytes += ext.length;
+      cut(false);
+    }
+    cut(true);
+    slot.hash = hash.digest();
+    return file_pos;
+  }
+
+  void add_hole(FileSlot& slot, uint64_t length) {
+    auto ref = std::make_shared<PendingRef>();
+    ref->ref.hole = true;
+    ref->ref.length = length;
+    slot.refs.push_back(std::move(ref));
+  }
+
+  void emit_chunk(const std::shared_ptr<FileSlot>& file, const std::shared_ptr<Bytes>& buf, size_t offset,
+                  size_t length) {
+    ByteView data(buf->data() + offset, length);
+    if (all_zero(data)) {
+      add_hole(*file, length);
+      return;
+    }
+    auto ref = std::make_shared<PendingRef>();
+    ref->ref.length = length;
+    file->refs.push_back(ref);
+    chunk_budget_.acquire(length);
+    file->pending.fetch_add(1);
+    work_.started();
+    workers_.submit(work_.wrap([this, buf, data, ref, file] {
+      struct Done {
+        BackupRun& run;
+        FileSlot& slot;
+        size_t n;
+        ~Done() {
+          run.chunk_budget_.release(n);
+          slot.chunk_done();
+        }
+      } done{*this, *file, data.size()};
+      store_chunk(data, ref->ref);
+    }));
+  }
+
+  // Runs on a worker: names, dedupes, compresses, seals and packs a chunk.
+  void store_chunk(ByteView data, ContentRef& ref) {
+    ref.chunk = keyed_id(repo_.keys().id, data);
+    if (!index_.claim(ref.chunk)) return;
+    thread_local std::unique_ptr<Compressor> compressor;
+    thread_local int compressor_level = -1;
+    int level = repo_.config().compression_level;
+    if (level > 0 && compressor_level != level) {
+      compressor = std::make_unique<Compressor>(level);
+      compressor_level = level;
+    }
+    thread_local Bytes sealed, scratch;
+    seal_blob(repo_.keys().data, level > 0 ? compressor.get() : nullptr, ref.chunk, data, sealed, scratch);
+    progress_.bytes_added += sealed.size();
+    ++progress_.chunks_added;
+    data_packs_.add(ref.chunk, static_cast<uint32_t>(data.size()), std::move(sealed));
+  }
+
+  // Turns closed directories into trees, oldest first (children close
+  // before their parents). Without `all`, stops at the first directory
+  // whose files are still being stored.
+  void finalize_dirs(bool all) {
+    while (!closed_.empty()) {
+      DirFrame& dir = *closed_.front();
+      for (PendingEntry& e : dir.entries) {
+        if (!e.file) continue;
+        if (!all && e.file->pending.load() != 0) return;
+        e.file->wait();
+      }
+      if (work_.failed()) work_.wait();
+      store_tree(dir);
+      closed_.pop_front();
+    }
+  }
+
+  void store_tree(DirFrame& dir) {
+    Tree tree;
+    tree.entries.reserve(dir.entries.size());
+    for (PendingEntry& e : dir.entries) {
+      TreeEntry t;
+      t.meta = std::move(e.meta);
+      t.meta.atime_ns = 0;
+      if (e.file) {
+        if (e.file->failed) continue;
+        t.content.reserve(e.file->refs.size());
+        for (auto& r : e.file->refs) t.content.push_back(r->ref);
+        t.file_hash = e.file->hash;
+      } else if (t.meta.type == NodeType::kFile) {
+        t.content = std::move(e.content);
+        t.file_hash = e.hash;
+      } else if (e.dir) {
+        t.subtree = e.dir->tree;
+      }
+      tree.entries.push_back(std::move(t));
+    }
+    std::sort(tree.entries.begin(), tree.entries.end(),
+              [](const TreeEntry& a, const TreeEntry& b) { return a.meta.name < b.meta.name; });
+    Bytes body = tree.encode();
+    Id id = keyed_id(repo_.keys().id, body);
+    if (index_.claim(id)) {
+      Bytes sealed, scratch;
+      Compressor compressor(3);
+      seal_blob(repo_.keys().data, &compressor, id, body, sealed, scratch);
+      progress_.bytes_added += sealed.size();
+      tree_packs_.add(id, static_cast<uint32_t>(body.size()), std::move(sealed));
+      repo_.cache_tree(id, body);
+    }
+    dir.slot->tree = id;
+  }
+
+  Repository& repo_;
+  const BackupOptions& options_;
+  BackupProgress& progress_;
+  const std::function<void(const SkippedItem&)>& on_skip_;
+  const Tree* parent_root_;
+  Chunker chunker_;
+  BlobIndex index_;
+  ByteBudget chunk_budget_;
+  ByteBudget part_budget_;
+  TaskGroup work_;
+  // Destroyed in reverse: chunk workers are joined first (their tasks use
+  // the pack writers), then the pack writers wait for their uploads, and
+  // the upload pool is joined last.
+  ThreadPool uploads_;
+  PackWriter data_packs_;
+  PackWriter tree_packs_;
+  ThreadPool workers_;
+
+  std::vector<std::unique_ptr<DirFrame>> stack_;
+  std::deque<std::unique_ptr<DirFrame>> closed_;
+  std::shared_ptr<DirSlot> root_;
+  std::vector<SkippedItem> skipped_;
+};
+
+std::string local_hostname() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
+}
+
+std::optional<catalog::SnapshotRecord> pick_parent(Repository& repo, const BackupOptions& options,
+                                                   const std::string& host, const std::vector<std::string>& paths) {
+  if (options.parent) return repo.catalog().get_snapshot(*options.parent);
+  std::vector<catalog::SnapshotRecord> all = repo.catalog().list_snapshots();
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (it->host == host && it->paths == paths) return *it;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& options, BackupProgress& progress,
+                        const std::function<void(const SkippedItem&)>& on_skip) {
+  auto started = Clock::now();
+  int64_t started_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // Index packs an interrupted run (or another host) left on the target, so
+  // this run reuses them instead of uploading their chunks again.
+  repo.sync_catalog();
+
+  std::string host = options.host.empty() ? local_hostname() : options.host;
+  std::vector<std::string> paths = source.paths();
+  std::sort(paths.begin(), paths.end());
+  std::optional<catalog::SnapshotRecord> parent = pick_parent(repo, options, host, paths);
+  std::optional<Tree> parent_root;
+  if (parent) {
+    parent_root = repo.load_tree(parent->root);
+    progress.expected_bytes = parent->stats.bytes;
+  }
+
+  BackupRun run(repo, options, progress, on_skip, parent_root ? &*parent_root : nullptr);
+  Id root = run.run(source);
+
+  BackupResult result;
+  catalog::SnapshotRecord& snap = result.snapshot;
+  snap.id = Id::random();
+  snap.time_ns = started_ns;
+  snap.host = host;
+  const char* user = std::getenv("USER");
+  snap.username = user ? user : "";
+  snap.paths = paths;
+  snap.tags = options.tags;
+  if (parent) snap.parent = parent->id;
+  snap.root = root;
+  snap.stats.files = progress.files;
+  snap.stats.dirs = progress.dirs;
+  snap.stats.bytes = progress.bytes;
+  snap.stats.bytes_read = progress.bytes_read;
+  snap.stats.bytes_added = progress.bytes_added;
+  snap.stats.chunks_added = progress.chunks_added;
+  snap.stats.errors = progress.errors;
+  snap.stats.duration_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+  repo.save_snapshot(snap);
+  result.skipped = run.take_skipped();
+  result.peak_buffered_bytes = run.peak_buffered();
+  return result;
+}
+
+}  // namespace keel::engine

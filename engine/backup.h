@@ -1,0 +1,60 @@
+// A backup run: walks a Source, stores what changed, and commits a snapshot
+// only after every pack it references is durable on the target.
+//
+// Pipeline: the calling thread walks the source, reads changed files and
+// cuts them into chunks; a worker pool names each chunk (keyed HMAC),
+// dedupes it, compresses and seals it; pack writers stream packs to the
+// target in parts on an upload pool. Bounded queues and byte budgets cap
+// memory whatever the input size; a slow target slows the readers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "engine/repository.h"
+#include "engine/source.h"
+
+namespace keel::engine {
+
+struct BackupOptions {
+  std::vector<std::string> tags;
+  std::string host;           // empty: this machine's hostname
+  std::optional<Id> parent;   // empty: the latest snapshot of the same host and paths
+  bool reread_unchanged = false;
+  size_t workers = 0;         // 0: one per core
+  size_t memory_budget = 256ull << 20;  // chunks and parts in flight
+  const std::atomic<bool>* cancel = nullptr;  // set (e.g. by SIGINT) to stop early
+};
+
+// Live counters, updated by the run and read by a progress display.
+struct BackupProgress {
+  std::atomic<uint64_t> files{0};
+  std::atomic<uint64_t> dirs{0};
+  std::atomic<uint64_t> bytes{0};        // logical bytes of the files seen
+  std::atomic<uint64_t> bytes_read{0};   // bytes read from changed files
+  std::atomic<uint64_t> bytes_added{0};  // bytes stored on the target
+  std::atomic<uint64_t> chunks_added{0};
+  std::atomic<uint64_t> errors{0};
+  uint64_t expected_bytes = 0;  // the parent snapshot's size, for an ETA; 0 if none
+};
+
+struct SkippedItem {
+  std::string path;
+  std::string reason;
+};
+
+struct BackupResult {
+  catalog::SnapshotRecord snapshot;
+  std::vector<SkippedItem> skipped;
+  size_t peak_buffered_bytes = 0;
+};
+
+BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& options, BackupProgress& progress,
+                        const std::function<void(const SkippedItem&)>& on_skip = {});
+
+}  // namespace keel::engine

@@ -1,0 +1,46 @@
+#include "engine/blob_codec.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace keel::engine {
+namespace {
+enum : uint8_t { kRaw = 0, kZstd = 1 };
+}
+
+void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed,
+               Bytes& scratch) {
+  scratch.clear();
+  scratch.push_back(kZstd);
+  if (!compressor || !compressor->compress(raw, scratch)) {
+    scratch.resize(1 + raw.size());
+    scratch[0] = kRaw;
+    if (!raw.empty()) std::memcpy(scratch.data() + 1, raw.data(), raw.size());
+  }
+  sealed.clear();
+  seal(key, scratch, id.view(), sealed);
+}
+
+void open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
+               const std::string& what) {
+  open_sealed(key, sealed, id.view(), scratch, what);
+  if (scratch.empty()) throw Error(ErrorKind::kIntegrity, what + ": empty blob");
+  ByteView payload = ByteView(scratch).subspan(1);
+  switch (scratch[0]) {
+    case kRaw:
+      if (payload.size() != raw_length) {
+        throw Error(ErrorKind::kIntegrity, what + ": holds " + std::to_string(payload.size()) + " bytes, index says " +
+                                               std::to_string(raw_length));
+      }
+      raw.assign(payload.begin(), payload.end());
+      return;
+    case kZstd:
+      decompress(payload, raw_length, raw, what);
+      return;
+    default:
+      throw Error(ErrorKind::kIntegrity, what + ": unknown compression tag " + std::to_string(scratch[0]));
+  }
+}
+
+}  // namespace keel::engine

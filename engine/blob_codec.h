@@ -1,0 +1,26 @@
+// How one chunk or tree is stored: a one-byte compression tag and the
+// payload (raw or a zstd frame), sealed with AES-256-GCM under the data key
+// with the blob id as associated data, so a blob cannot pose as another.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/compress.h"
+#include "engine/crypto.h"
+#include "util/bytes.h"
+#include "util/id.h"
+
+namespace keel::engine {
+
+// Replaces `sealed` with the stored form of `raw`. `compressor` may be null
+// (store raw). `scratch` is reused across calls to avoid allocations.
+void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed,
+               Bytes& scratch);
+
+// Replaces `raw` with the content of a stored blob; throws Error(kIntegrity)
+// naming `what` if it does not authenticate or decode to raw_length bytes.
+void open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
+               const std::string& what);
+
+}  // namespace keel::engine

@@ -1,0 +1,20 @@
+#include "engine/blob_index.h"
+
+namespace keel::engine {
+
+BlobIndex::BlobIndex(catalog::Catalog& catalog) {
+  ids_.reserve(catalog.blob_count() + 1024);
+  catalog.for_each_blob([this](const Id& id, catalog::BlobType) { ids_.insert(id); });
+}
+
+bool BlobIndex::claim(const Id& id) {
+  std::lock_guard lock(mu_);
+  return ids_.insert(id).second;
+}
+
+size_t BlobIndex::size() {
+  std::lock_guard lock(mu_);
+  return ids_.size();
+}
+
+}  // namespace keel::engine

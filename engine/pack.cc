@@ -1,0 +1,216 @@
+#include "engine/pack.h"
+
+#include <ctime>
+
+#include "util/codec.h"
+#include "util/error.h"
+
+namespace keel::engine {
+namespace {
+
+constexpr uint32_t kPackVersion = 1;
+constexpr std::string_view kPackMagic = "KEELPACK";
+
+// A header larger than this is refused before it is read: it would list
+// millions of blobs, far beyond any pack keel writes.
+constexpr uint32_t kMaxHeaderSize = 64u << 20;
+
+Bytes encode_header(const std::vector<catalog::BlobRecord>& blobs) {
+  Encoder e;
+  e.varint(blobs.size());
+  for (const catalog::BlobRecord& b : blobs) {
+    e.u8(static_cast<uint8_t>(b.type));
+    e.id(b.id);
+    e.varint(b.offset);
+    e.varint(b.stored_length);
+    e.varint(b.raw_length);
+    e.u64(b.xxh3);
+  }
+  return e.take();
+}
+
+std::vector<catalog::BlobRecord> decode_header(ByteView body, uint64_t blob_region_end, const std::string& what) {
+  Decoder d(body, what + " header");
+  uint64_t n = d.varint();
+  if (n > d.remaining() / 40) d.fail("blob count exceeds the header");
+  std::vector<catalog::BlobRecord> blobs(n);
+  for (catalog::BlobRecord& b : blobs) {
+    uint8_t type = d.u8();
+    if (type > static_cast<uint8_t>(catalog::BlobType::kTree)) d.fail("unknown blob type");
+    b.type = static_cast<catalog::BlobType>(type);
+    b.id = d.id();
+    b.offset = d.varint();
+    uint64_t stored = d.varint(), raw = d.varint();
+    if (stored > UINT32_MAX || raw > UINT32_MAX || b.offset + stored > blob_region_end) {
+      d.fail("blob " + b.id.short_hex() + " lies outside the pack");
+    }
+    b.stored_length = static_cast<uint32_t>(stored);
+    b.raw_length = static_cast<uint32_t>(raw);
+    b.xxh3 = d.u64();
+  }
+  d.expect_done();
+  return blobs;
+}
+
+void put_u32(Bytes& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+uint32_t get_u32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+}  // namespace
+
+std::string pack_key(const Id& pack) {
+  std::string hex = pack.hex();
+  return "packs/" + hex.substr(0, 2) + "/" + hex;
+}
+
+std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,
+                                                  uint64_t pack_size) {
+  std::string what = "pack " + pack.short_hex() + " on " + target.describe();
+  if (pack_size < kPackTrailerSize) throw Error(ErrorKind::kIntegrity, what + ": too short to be a pack");
+  // Most headers fit in the last 64 KiB: read them with the trailer at once.
+  uint64_t tail = std::min<uint64_t>(pack_size, 64 * 1024);
+  Bytes buf(tail);
+  if (target.get_range(pack_key(pack), pack_size - tail, buf) != tail) {
+    throw Error(ErrorKind::kIntegrity, what + ": shorter than its listed size");
+  }
+  const uint8_t* trailer = buf.data() + tail - kPackTrailerSize;
+  if (std::string_view(reinterpret_cast<const char*>(trailer + 8), 8) != kPackMagic) {
+    throw Error(ErrorKind::kIntegrity, what + ": no pack trailer (not a keel pack, or truncated)");
+  }
+  uint32_t header_len = get_u32(trailer), version = get_u32(trailer + 4);
+  if (version != kPackVersion) throw Error(ErrorKind::kIntegrity, what + ": unsupported pack version " + std::to_string(version));
+  if (header_len > kMaxHeaderSize || header_len + kPackTrailerSize > pack_size) {
+    throw Error(ErrorKind::kIntegrity, what + ": header length " + std::to_string(header_len) + " out of range");
+  }
+  uint64_t header_start = pack_size - kPackTrailerSize - header_len;
+  Bytes box;
+  if (header_len + kPackTrailerSize <= tail) {
+    size_t at = tail - kPackTrailerSize - header_len;
+    box.assign(buf.begin() + static_cast<ptrdiff_t>(at), buf.begin() + static_cast<ptrdiff_t>(at + header_len));
+  } else {
+    box.resize(header_len);
+    if (target.get_range(pack_key(pack), header_start, box) != header_len) {
+      throw Error(ErrorKind::kIntegrity, what + ": header truncated");
+    }
+  }
+  Bytes body = open_sealed(key, box, pack.view(), what + " header");
+  return decode_header(body, header_start, what);
+}
+
+struct PackWriter::OpenPack {
+  Id id = Id::random();
+  std::unique_ptr<targets::Upload> upload;
+  std::vector<catalog::BlobRecord> blobs;
+  uint64_t size = 0;         // bytes appended so far
+  uint64_t part_offset = 0;  // where the part being filled starts
+  uint32_t next_part = 1;
+  Xxh3Stream hash;
+  TaskGroup parts;
+};
+
+PackWriter::PackWriter(targets::Target& target, const Key256& key, catalog::BlobType type, PackWriterOptions options,
+                       ThreadPool& uploads, ByteBudget& budget, OnCommit on_commit)
+    : target_(target),
+      key_(key),
+      type_(type),
+      options_(options),
+      uploads_(uploads),
+      budget_(budget),
+      on_commit_(std::move(on_commit)) {
+  options_.part_size = std::max(options_.part_size, target.min_part_size());
+}
+
+PackWriter::~PackWriter() {
+  try {
+    inflight_.wait();
+  } catch (...) {
+    // The failure was reported by flush(), or the backup is unwinding.
+  }
+}
+
+void PackWriter::start_pack() {
+  pack_ = std::make_shared<OpenPack>();
+  pack_->upload = target_.start_upload(pack_key(pack_->id));
+  part_.clear();
+  part_.reserve(options_.part_size + (1 << 20));
+}
+
+void PackWriter::add(const Id& id, uint32_t raw_length, Bytes&& sealed) {
+  uint64_t checksum = xxh3_64(sealed);
+  std::lock_guard lock(mu_);
+  if (!pack_) start_pack();
+  pack_->blobs.push_back({id, type_, pack_->size, static_cast<uint32_t>(sealed.size()), raw_length, checksum});
+  pack_->hash.update(sealed);
+  pack_->size += sealed.size();
+  part_.insert(part_.end(), sealed.begin(), sealed.end());
+  bytes_written_ += sealed.size();
+  if (pack_->size >= options_.pack_size) {
+    finish_pack();
+  } else if (part_.size() >= options_.part_size) {
+    send_part(false);
+  }
+}
+
+void PackWriter::send_part(bool last) {
+  auto data = std::make_shared<Bytes>(std::move(part_));
+  part_ = Bytes();
+  if (!last) part_.reserve(options_.part_size + (1 << 20));
+  std::shared_ptr<OpenPack> pack = pack_;
+  uint32_t number = pack->next_part++;
+  uint64_t offset = pack->part_offset;
+  pack->part_offset += data->size();
+  budget_.acquire(data->size());
+  pack->parts.started();
+  uploads_.submit(pack->parts.wrap([this, pack, data, number, offset] {
+    struct Release {
+      ByteBudget& budget;
+      size_t n;
+      ~Release() { budget.release(n); }
+    } release{budget_, data->size()};
+    pack->upload->write_part(number, offset, *data);
+  }));
+}
+
+void PackWriter::finish_pack() {
+  Bytes box = seal(key_, encode_header(pack_->blobs), pack_->id.view());
+  Bytes tail = box;
+  put_u32(tail, static_cast<uint32_t>(box.size()));
+  put_u32(tail, kPackVersion);
+  tail.insert(tail.end(), kPackMagic.begin(), kPackMagic.end());
+  pack_->hash.update(tail);
+  pack_->size += tail.size();
+  part_.insert(part_.end(), tail.begin(), tail.end());
+  send_part(true);
+
+  std::shared_ptr<OpenPack> pack = std::move(pack_);
+  // Queued after every part of this pack, so by the time a thread picks it
+  // up all parts were picked up before it: waiting on them cannot deadlock.
+  inflight_.started();
+  uploads_.submit(inflight_.wrap([this, pack] {
+    pack->parts.wait();
+    pack->upload->commit();
+    Hash128 digest = pack->hash.digest();
+    catalog::PackRecord record{pack->id, pack->size, Bytes(digest.begin(), digest.end()),
+                               static_cast<int64_t>(std::time(nullptr))};
+    on_commit_(record, pack->blobs);
+    ++packs_committed_;
+  }));
+}
+
+void PackWriter::flush() {
+  {
+    std::lock_guard lock(mu_);
+    if (pack_) finish_pack();
+  }
+  inflight_.wait();
+}
+
+uint64_t PackWriter::bytes_written() { return bytes_written_; }
+
+uint64_t PackWriter::packs_committed() { return packs_committed_; }
+
+}  // namespace keel::engine

@@ -1,0 +1,85 @@
+// Packs: many sealed blobs in one object, followed by a sealed header that
+// lists them and a fixed trailer, so the target alone can rebuild the index:
+//
+//   blob 0 | blob 1 | ... | sealed header | header length (u32) | version (u32) | "KEELPACK"
+//
+// The header is sealed under the data key with the pack id as associated
+// data. Pack ids are random (a pack is named before its content is known,
+// since it streams out in parts while still being filled).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "engine/crypto.h"
+#include "targets/target.h"
+#include "util/checksum.h"
+#include "util/thread_pool.h"
+
+namespace keel::engine {
+
+constexpr size_t kPackTrailerSize = 16;
+
+std::string pack_key(const Id& pack);  // "packs/3f/3fa2..."
+
+// Reads and opens the header of a pack of `pack_size` bytes.
+std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,
+                                                  uint64_t pack_size);
+
+struct PackWriterOptions {
+  uint64_t pack_size = 64ull << 20;  // finish a pack once it holds this much
+  uint64_t part_size = 8ull << 20;   // stream it out in parts of this size
+};
+
+// Accepts sealed blobs from many threads, fills packs, streams their parts
+// out on `uploads` while they fill, and reports each pack once it is
+// committed to the target. Memory: at most one part per writer being
+// filled, plus the parts in flight (bounded by `budget`).
+class PackWriter {
+ public:
+  using OnCommit = std::function<void(const catalog::PackRecord&, const std::vector<catalog::BlobRecord>&)>;
+
+  PackWriter(targets::Target& target, const Key256& key, catalog::BlobType type, PackWriterOptions options,
+             ThreadPool& uploads, ByteBudget& budget, OnCommit on_commit);
+  ~PackWriter();  // aborts a pack that was not finished
+
+  // Appends a blob; `sealed` is moved from.
+  void add(const Id& id, uint32_t raw_length, Bytes&& sealed);
+  // Finishes the current pack and waits until every pack is committed.
+  // Rethrows the first upload failure.
+  void flush();
+
+  uint64_t bytes_written();
+  uint64_t packs_committed();
+
+ private:
+  struct OpenPack;
+  void start_pack();
+  void send_part(bool last);
+  void finish_pack();
+
+  targets::Target& target_;
+  const Key256& key_;
+  catalog::BlobType type_;
+  PackWriterOptions options_;
+  ThreadPool& uploads_;
+  ByteBudget& budget_;
+  OnCommit on_commit_;
+
+  std::mutex mu_;
+  std::shared_ptr<OpenPack> pack_;  // the one being filled, if any
+  Bytes part_;
+  TaskGroup inflight_;
+  // Atomics, not mu_: upload threads update them while a producer may hold
+  // mu_ waiting for queue room.
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> packs_committed_{0};
+};
+
+}  // namespace keel::engine

@@ -1,0 +1,347 @@
+#include "engine/repository.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <set>
+
+#include "engine/blob_codec.h"
+#include "engine/pack.h"
+#include "util/codec.h"
+#include "util/error.h"
+
+namespace keel::engine {
+namespace {
+
+constexpr std::string_view kConfigMagic = "KEELCFG1";
+constexpr std::string_view kSnapshotMagic = "KEELSNP1";
+constexpr std::string_view kConfigKey = "config";
+// Associated data for the config box: it has no id of its own.
+constexpr std::string_view kConfigAad = "keel config";
+
+Bytes encode_config(const RepoConfig& c) {
+  Encoder e;
+  e.varint(c.version);
+  e.id(c.repository_id);
+  e.varint(c.chunker.min_size);
+  e.varint(c.chunker.avg_size);
+  e.varint(c.chunker.max_size);
+  e.svarint(c.compression_level);
+  e.varint(c.pack_size);
+  e.varint(c.part_size);
+  return e.take();
+}
+
+RepoConfig decode_config(ByteView body, const std::string& what) {
+  Decoder d(body, what);
+  RepoConfig c;
+  c.version = static_cast<uint32_t>(d.varint());
+  if (c.version != 1) d.fail("unsupported repository format " + std::to_string(c.version));
+  c.repository_id = d.id();
+  c.chunker.min_size = static_cast<uint32_t>(d.varint());
+  c.chunker.avg_size = static_cast<uint32_t>(d.varint());
+  c.chunker.max_size = static_cast<uint32_t>(d.varint());
+  c.compression_level = static_cast<int>(d.svarint());
+  c.pack_size = d.varint();
+  c.part_size = d.varint();
+  d.expect_done();
+  return c;
+}
+
+Bytes encode_snapshot(const catalog::SnapshotRecord& s) {
+  Encoder e;
+  e.u8(1);
+  e.id(s.id);
+  e.svarint(s.time_ns);
+  e.str(s.host);
+  e.str(s.username);
+  e.varint(s.paths.size());
+  for (const auto& p : s.paths) e.str(p);
+  e.varint(s.tags.size());
+  for (const auto& t : s.tags) e.str(t);
+  e.u8(s.parent ? 1 : 0);
+  if (s.parent) e.id(*s.parent);
+  e.id(s.root);
+  const catalog::SnapshotStats& st = s.stats;
+  for (uint64_t v : {st.files, st.dirs, st.bytes, st.bytes_read, st.bytes_added, st.chunks_added, st.errors}) e.varint(v);
+  e.svarint(st.duration_ms);
+  return e.take();
+}
+
+catalog::SnapshotRecord decode_snapshot(ByteView body, const std::string& what) {
+  Decoder d(body, what);
+  if (d.u8() != 1) d.fail("unsupported snapshot version");
+  catalog::SnapshotRecord s;
+  s.id = d.id();
+  s.time_ns = d.svarint();
+  s.host = d.str();
+  s.username = d.str();
+  uint64_t n = d.varint();
+  if (n > d.remaining()) d.fail("path count exceeds the record");
+  for (uint64_t i = 0; i < n; ++i) s.paths.push_back(d.str());
+  n = d.varint();
+  if (n > d.remaining()) d.fail("tag count exceeds the record");
+  for (uint64_t i = 0; i < n; ++i) s.tags.push_back(d.str());
+  if (d.u8()) s.parent = d.id();
+  s.root = d.id();
+  catalog::SnapshotStats& st = s.stats;
+  for (uint64_t* v : {&st.files, &st.dirs, &st.bytes, &st.bytes_read, &st.bytes_added, &st.chunks_added, &st.errors}) {
+    *v = d.varint();
+  }
+  st.duration_ms = d.svarint();
+  d.expect_done();
+  return s;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+std::string username() {
+  const char* u = std::getenv("USER");
+  return u ? u : "";
+}
+
+// Ids from keys like "packs/3f/3fa2..." or "keys/3fa2..."; nullopt for
+// foreign files (a stray upload, an editor's backup copy).
+std::optional<Id> id_from_key(const std::string& key) {
+  std::string name = key.substr(key.rfind('/') + 1);
+  if (name.size() != 2 * Id::kSize) return std::nullopt;
+  try {
+    return Id::from_hex(name);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::string snapshot_key(const Id& snapshot) { return "snapshots/" + snapshot.hex(); }
+std::string key_slot_key(const Id& slot) { return "keys/" + slot.hex(); }
+
+std::string default_catalog_path(const Id& repository_id) {
+  std::string base;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
+    base = xdg;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    base = std::string(home) + "/.local/share";
+  } else {
+    base = "/var/lib";
+  }
+  return base + "/keel/" + repository_id.hex() + "/catalog.db";
+}
+
+Repository::Repository(std::unique_ptr<targets::Target> target, RepoConfig config, MasterKeys keys, Id slot)
+    : target_(std::move(target)), config_(std::move(config)), keys_(keys), slot_(slot) {}
+
+void Repository::open_catalog(const std::string& path) {
+  catalog_path_ = path.empty() ? default_catalog_path(config_.repository_id) : path;
+  catalog_ = catalog::Catalog::open(catalog_path_);
+  std::string repo_id = config_.repository_id.hex();
+  std::optional<std::string> known = catalog_->get_meta("repository_id");
+  if (known && *known != repo_id) {
+    throw Error(ErrorKind::kRepository, "catalog " + catalog_path_ + " belongs to repository " + known->substr(0, 8) +
+                                            ", not " + repo_id.substr(0, 8) + " on " + target_->describe());
+  }
+  if (!known) {
+    catalog_->set_meta("repository_id", repo_id);
+    catalog_->set_meta("target", target_->describe());
+  }
+}
+
+std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> target, const RepoConfig& config,
+                                             const OpenOptions& options) {
+  config.chunker.validate();
+  if (options.password.empty()) throw Error(ErrorKind::kUsage, "a repository needs a non-empty password");
+  if (target->head(std::string(kConfigKey))) {
+    throw Error(ErrorKind::kRepository, target->describe() + " already holds a keel repository");
+  }
+  RepoConfig c = config;
+  c.repository_id = Id::random();
+  MasterKeys keys = MasterKeys::generate();
+  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), hostname(), username()};
+  // Key slot first: a config without a slot would be a repository nobody can open.
+  target->put(key_slot_key(slot.id), seal_key_slot(keys, slot, options.password));
+  Bytes cfg(kConfigMagic.begin(), kConfigMagic.end());
+  seal(keys.data, encode_config(c), as_bytes(kConfigAad), cfg);
+  target->put(std::string(kConfigKey), cfg);
+
+  std::unique_ptr<Repository> repo(new Repository(std::move(target), c, keys, slot.id));
+  repo->open_catalog(options.catalog_path);
+  return repo;
+}
+
+std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> target, const OpenOptions& options) {
+  std::string where = target->describe();
+  if (!target->head(std::string(kConfigKey))) {
+    throw Error(ErrorKind::kRepository, where + ": no keel repository here (run keel init first)");
+  }
+  std::vector<std::string> slots;
+  target->list("keys/", [&](const targets::ObjectInfo& o) { slots.push_back(o.key); });
+  std::sort(slots.begin(), slots.end());
+  std::optional<MasterKeys> keys;
+  Id slot_id;
+  for (const std::string& key : slots) {
+    keys = open_key_slot(target->get(key), options.password, where + "/" + key);
+    if (keys) {
+      slot_id = read_key_slot_info(target->get(key), key).id;
+      break;
+    }
+  }
+  if (!keys) {
+    throw Error(ErrorKind::kWrongPassword,
+                where + ": wrong password (none of its " + std::to_string(slots.size()) + " key slots opens with it)");
+  }
+  Bytes cfg = target->get(std::string(kConfigKey));
+  std::string what = where + "/config";
+  if (cfg.size() < kConfigMagic.size() || as_chars(ByteView(cfg).first(kConfigMagic.size())) != kConfigMagic) {
+    throw Error(ErrorKind::kIntegrity, what + ": not a keel repository config");
+  }
+  Bytes body = open_sealed(keys->data, ByteView(cfg).subspan(kConfigMagic.size()), as_bytes(kConfigAad), what);
+  RepoConfig config = decode_config(body, what);
+
+  std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
+  repo->open_catalog(options.catalog_path);
+  if (repo->catalog().list_snapshots().empty() && repo->catalog().blob_count() == 0) repo->sync_catalog();
+  return repo;
+}
+
+Bytes Repository::read_blob(const Id& id) {
+  std::optional<catalog::BlobLocation> loc = catalog_->find_blob(id);
+  if (!loc) throw Error(ErrorKind::kNotFound, "blob " + id.short_hex() + " is not in the index of " + target_->describe());
+  std::string what = "blob " + id.short_hex() + " in pack " + loc->pack.short_hex() + " on " + target_->describe();
+  Bytes sealed(loc->blob.stored_length);
+  if (target_->get_range(pack_key(loc->pack), loc->blob.offset, sealed) != sealed.size()) {
+    throw Error(ErrorKind::kIntegrity, what + ": pack is shorter than the index says");
+  }
+  if (xxh3_64(sealed) != loc->blob.xxh3) {
+    throw Error(ErrorKind::kIntegrity, what + ": checksum mismatch at offset " + std::to_string(loc->blob.offset));
+  }
+  Bytes raw, scratch;
+  open_blob(keys_.data, id, sealed, loc->blob.raw_length, raw, scratch, what);
+  return raw;
+}
+
+Tree Repository::load_tree(const Id& id) {
+  std::string what = "tree " + id.short_hex();
+  if (std::optional<Bytes> body = catalog_->get_tree(id)) return Tree::decode(*body, what);
+  Bytes body = read_blob(id);
+  Tree tree = Tree::decode(body, what);
+  catalog_->put_tree(id, body);
+  return tree;
+}
+
+void Repository::save_snapshot(const catalog::SnapshotRecord& snapshot) {
+  Bytes obj(kSnapshotMagic.begin(), kSnapshotMagic.end());
+  seal(keys_.data, encode_snapshot(snapshot), snapshot.id.view(), obj);
+  target_->put(snapshot_key(snapshot.id), obj);
+  catalog_->add_snapshot(snapshot);
+}
+
+catalog::SnapshotRecord Repository::find_snapshot(std::string_view spec) {
+  std::vector<catalog::SnapshotRecord> all = catalog_->list_snapshots();
+  if (spec == "latest") {
+    if (all.empty()) throw Error(ErrorKind::kNotFound, target_->describe() + " has no snapshots yet");
+    return all.back();
+  }
+  if (spec.size() < 4) throw Error(ErrorKind::kUsage, "snapshot id '" + std::string(spec) + "' is too short (4+ digits)");
+  std::vector<catalog::SnapshotRecord> hits;
+  for (auto& s : all) {
+    if (s.id.hex().compare(0, spec.size(), spec) == 0) hits.push_back(s);
+  }
+  if (hits.empty()) throw Error(ErrorKind::kNotFound, "no snapshot " + std::string(spec) + " in " + target_->describe());
+  if (hits.size() > 1) throw Error(ErrorKind::kUsage, "snapshot id " + std::string(spec) + " is ambiguous");
+  return hits.front();
+}
+
+void Repository::cache_trees_from(const Id& root) {
+  std::vector<Id> stack{root};
+  std::set<Id> seen;
+  while (!stack.empty()) {
+    Id id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    Tree tree = load_tree(id);
+    for (const TreeEntry& e : tree.entries) {
+      if (e.meta.type == NodeType::kDir) stack.push_back(e.subtree);
+    }
+  }
+}
+
+size_t Repository::sync_catalog() {
+  std::set<Id> known;
+  for (const catalog::PackRecord& p : catalog_->list_packs()) known.insert(p.id);
+  std::vector<targets::ObjectInfo> fresh;
+  target_->list("packs/", [&](const targets::ObjectInfo& o) {
+    std::optional<Id> id = id_from_key(o.key);
+    if (id && !known.count(*id)) fresh.push_back(o);
+  });
+  for (const targets::ObjectInfo& o : fresh) {
+    Id id = *id_from_key(o.key);
+    std::vector<catalog::BlobRecord> blobs = read_pack_header(*target_, keys_.data, id, o.size);
+    // The whole-pack checksum is unknown until the pack is read in full;
+    // blob checksums (from the authenticated header) still guard every byte.
+    catalog_->add_pack(catalog::PackRecord{id, o.size, {}, static_cast<int64_t>(std::time(nullptr))}, blobs);
+  }
+
+  std::set<Id> have;
+  for (const auto& s : catalog_->list_snapshots()) have.insert(s.id);
+  std::vector<Id> snapshots;
+  target_->list("snapshots/", [&](const targets::ObjectInfo& o) {
+    std::optional<Id> id = id_from_key(o.key);
+    if (id && !have.count(*id)) snapshots.push_back(*id);
+  });
+  for (const Id& id : snapshots) {
+    std::string what = target_->describe() + "/" + snapshot_key(id);
+    Bytes obj = target_->get(snapshot_key(id));
+    if (obj.size() < kSnapshotMagic.size() || as_chars(ByteView(obj).first(kSnapshotMagic.size())) != kSnapshotMagic) {
+      throw Error(ErrorKind::kIntegrity, what + ": not a keel snapshot");
+    }
+    Bytes body = open_sealed(keys_.data, ByteView(obj).subspan(kSnapshotMagic.size()), id.view(), what);
+    catalog::SnapshotRecord snap = decode_snapshot(body, what);
+    if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
+    cache_trees_from(snap.root);
+    catalog_->add_snapshot(snap);
+  }
+  return fresh.size();
+}
+
+void Repository::rebuild_catalog() {
+  catalog_->clear_index();
+  sync_catalog();
+}
+
+std::vector<KeySlotInfo> Repository::list_key_slots() {
+  std::vector<KeySlotInfo> out;
+  std::vector<std::string> keys;
+  target_->list("keys/", [&](const targets::ObjectInfo& o) { keys.push_back(o.key); });
+  for (const std::string& key : keys) out.push_back(read_key_slot_info(target_->get(key), target_->describe() + "/" + key));
+  std::sort(out.begin(), out.end(), [](const KeySlotInfo& a, const KeySlotInfo& b) {
+    return std::tie(a.created_unix, a.id) < std::tie(b.created_unix, b.id);
+  });
+  return out;
+}
+
+KeySlotInfo Repository::add_key_slot(std::string_view password) {
+  if (password.empty()) throw Error(ErrorKind::kUsage, "a key slot needs a non-empty password");
+  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), hostname(), username()};
+  target_->put(key_slot_key(slot.id), seal_key_slot(keys_, slot, password));
+  return slot;
+}
+
+void Repository::remove_key_slot(const Id& slot) {
+  std::vector<KeySlotInfo> slots = list_key_slots();
+  bool exists = std::any_of(slots.begin(), slots.end(), [&](const KeySlotInfo& s) { return s.id == slot; });
+  if (!exists) throw Error(ErrorKind::kNotFound, "no key slot " + slot.short_hex() + " in " + target_->describe());
+  if (slot == slot_) {
+    throw Error(ErrorKind::kUsage, "key slot " + slot.short_hex() + " is the one in use; open with another password to remove it");
+  }
+  if (slots.size() == 1) throw Error(ErrorKind::kUsage, "refusing to remove the last key slot");
+  target_->remove(key_slot_key(slot));
+}
+
+}  // namespace keel::engine

@@ -1,0 +1,100 @@
+// An open repository: its target, keys, configuration and local catalog.
+//
+// On the target (all sealed under the data key unless noted):
+//   config              format version, repository id, chunker and pack settings
+//   keys/<id>           key slots: the master keys wrapped by a password (scrypt)
+//   packs/<xx>/<id>     packs of data and tree blobs (see pack.h)
+//   snapshots/<id>      snapshot records
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "engine/chunker.h"
+#include "engine/keys.h"
+#include "engine/tree.h"
+#include "targets/target.h"
+
+namespace keel::engine {
+
+struct RepoConfig {
+  uint32_t version = 1;
+  Id repository_id;
+  ChunkerParams chunker;
+  int compression_level = 3;  // zstd; 0 stores everything raw
+  uint64_t pack_size = 64ull << 20;
+  uint64_t part_size = 8ull << 20;
+};
+
+struct OpenOptions {
+  std::string password;
+  // Where the catalog lives; empty: $XDG_DATA_HOME/keel/<repository id>/catalog.db.
+  std::string catalog_path;
+};
+
+class Repository {
+ public:
+  // Creates a repository on an empty target. Throws Error(kRepository) if
+  // the target already holds one.
+  static std::unique_ptr<Repository> init(std::unique_ptr<targets::Target> target, const RepoConfig& config,
+                                          const OpenOptions& options);
+  // Opens an existing one. Throws Error(kRepository) if there is none,
+  // Error(kWrongPassword) if no key slot opens with the password. A new or
+  // empty catalog is filled from the target.
+  static std::unique_ptr<Repository> open(std::unique_ptr<targets::Target> target, const OpenOptions& options);
+
+  targets::Target& target() { return *target_; }
+  catalog::Catalog& catalog() { return *catalog_; }
+  const MasterKeys& keys() const { return keys_; }
+  const RepoConfig& config() const { return config_; }
+  const Id& key_slot() const { return slot_; }  // the slot that opened it
+  const std::string& catalog_path() const { return catalog_path_; }
+
+  // Blobs, located through the catalog.
+  Bytes read_blob(const Id& id);
+  Tree load_tree(const Id& id);  // catalog first, else from its pack (cached back)
+  // Stores a tree's body in the catalog (the caller stores the blob).
+  void cache_tree(const Id& id, ByteView body) { catalog_->put_tree(id, body); }
+
+  // Snapshots: written to the target first, then to the catalog.
+  void save_snapshot(const catalog::SnapshotRecord& snapshot);
+  // "latest", or a unique prefix of an id (4+ hex digits). Throws kNotFound.
+  catalog::SnapshotRecord find_snapshot(std::string_view spec);
+
+  // Brings the catalog up to date with the target: indexes packs and
+  // snapshots it does not know yet (from an interrupted run, another host,
+  // or a lost catalog) and caches their trees. Returns the packs added.
+  size_t sync_catalog();
+  // Drops everything rebuildable from the catalog and reads it back.
+  void rebuild_catalog();
+
+  // Key slots.
+  std::vector<KeySlotInfo> list_key_slots();
+  KeySlotInfo add_key_slot(std::string_view password);
+  // Refuses to remove the last slot or the one in use.
+  void remove_key_slot(const Id& slot);
+
+ private:
+  Repository(std::unique_ptr<targets::Target> target, RepoConfig config, MasterKeys keys, Id slot);
+  void open_catalog(const std::string& path);
+  void cache_trees_from(const Id& root);
+
+  std::unique_ptr<targets::Target> target_;
+  RepoConfig config_;
+  MasterKeys keys_;
+  Id slot_;
+  std::string catalog_path_;
+  std::unique_ptr<catalog::Catalog> catalog_;
+};
+
+std::string snapshot_key(const Id& snapshot);
+std::string key_slot_key(const Id& slot);
+
+// The catalog path used when none is given.
+std::string default_catalog_path(const Id& repository_id);
+
+}  // namespace keel::engine

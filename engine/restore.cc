@@ -1,0 +1,441 @@
+#include "engine/restore.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "engine/blob_codec.h"
+#include "engine/pack.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/thread_pool.h"
+
+namespace keel::engine {
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) {
+      std::string part = path.substr(i, j - i);
+      if (part == "..") throw Error(ErrorKind::kUsage, "path " + path + " may not contain '..'");
+      if (part != ".") parts.push_back(std::move(part));
+    }
+    i = j + 1;
+  }
+  return parts;
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+// Is `path` equal to, below, or (for directories) above one of `includes`?
+enum class Inclusion { kNo, kAncestor, kYes };
+Inclusion included(const std::string& path, const std::vector<std::string>& includes) {
+  if (includes.empty()) return Inclusion::kYes;
+  Inclusion best = Inclusion::kNo;
+  for (const std::string& inc : includes) {
+    if (path == inc || (path.size() > inc.size() && path.compare(0, inc.size(), inc) == 0 &&
+                        (inc == "/" || path[inc.size()] == '/'))) {
+      return Inclusion::kYes;
+    }
+    if (inc.size() > path.size() && inc.compare(0, path.size(), path) == 0 && (path == "/" || inc[path.size()] == '/')) {
+      best = Inclusion::kAncestor;
+    }
+  }
+  return best;
+}
+
+struct FileTask {
+  std::string path;  // on disk
+  const TreeEntry* entry;
+  std::atomic<uint64_t> remaining{0};  // data bytes not yet written
+  std::atomic<bool> failed{false};
+};
+
+struct Destination {
+  FileTask* file;
+  uint64_t offset;
+};
+
+struct BlobNeed {
+  Id id;
+  catalog::BlobLocation loc;
+  std::vector<Destination> destinations;
+};
+
+struct ReadJob {
+  Id pack;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::vector<BlobNeed*> blobs;
+};
+
+class RestoreRun {
+ public:
+  RestoreRun(Repository& repo, const RestoreOptions& options, RestoreProgress& progress)
+      : repo_(repo), options_(options), progress_(progress) {}
+
+  RestoreResult run(const catalog::SnapshotRecord& snapshot) {
+    std::filesystem::create_directories(options_.target_dir);
+    plan(snapshot);
+    fetch_all();
+    for (auto& [first, links] : hardlinks_) {
+      for (const std::string& link : links) {
+        ::unlink(link.c_str());
+        if (::link(first.c_str(), link.c_str()) != 0) fail(link, std::string("link: ") + std::strerror(errno));
+      }
+    }
+    for (auto& item : meta_items_) apply_meta(item.first, item.second->meta);
+    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) apply_meta(it->first, it->second);
+    result_.failures = std::move(failures_);
+    return result_;
+  }
+
+ private:
+  void fail(const std::string& path, const std::string& reason) {
+    std::lock_guard lock(mu_);
+    ++progress_.errors;
+    failures_.push_back({path, reason});
+  }
+
+  void plan(const catalog::SnapshotRecord& snapshot) {
+    const std::string& dest = options_.target_dir;
+    if (options_.subpath.empty() || options_.subpath == "/") {
+      holder_ = repo_.load_tree(snapshot.root);
+      plan_tree(holder_, "/", dest);
+      return;
+    }
+    TreeEntry start = find_entry(repo_, snapshot, options_.subpath);
+    if (start.meta.type == NodeType::kDir) {
+      holder_ = repo_.load_tree(start.subtree);
+      plan_tree(holder_, "/", dest);
+    } else {
+      holder_.entries.push_back(std::move(start));
+      plan_entry(holder_.entries.back(), "/" + holder_.entries.back().meta.name, dest);
+    }
+  }
+
+  void plan_tree(const Tree& tree, const std::string& snap_dir, const std::string& disk_dir) {
+    for (const TreeEntry& e : tree.entries) {
+      if (e.meta.name.empty() || e.meta.name.find('/') != std::string::npos || e.meta.name == "." ||
+          e.meta.name == "..") {
+        fail(join(disk_dir, e.meta.name), "unsafe name in snapshot tree; skipped");
+        continue;
+      }
+      plan_entry(e, join(snap_dir, e.meta.name), join(disk_dir, e.meta.name));
+    }
+  }
+
+  void plan_entry(const TreeEntry& e, const std::string& snap_path, const std::string& disk_path) {
+    Inclusion inc = included(snap_path, options_.includes);
+    if (inc == Inclusion::kNo) return;
+    if (inc == Inclusion::kAncestor && e.meta.type != NodeType::kDir) return;
+    try {
+      switch (e.meta.type) {
+        case NodeType::kDir: {
+          if (::mkdir(disk_path.c_str(), 0700) != 0 && errno != EEXIST) throw_errno("mkdir " + disk_path, errno);
+          trees_.push_back(std::make_unique<Tree>(repo_.load_tree(e.subtree)));
+          dirs_.emplace_back(disk_path, e.meta);
+          ++result_.dirs;
+          plan_tree(*trees_.back(), snap_path, disk_path);
+          return;
+        }
+        case NodeType::kFile:
+          plan_file(e, disk_path);
+          return;
+        case NodeType::kSymlink:
+          ::unlink(disk_path.c_str());
+          if (::symlink(e.meta.symlink_target.c_str(), disk_path.c_str()) != 0) throw_errno("symlink " + disk_path, errno);
+          break;
+        case NodeType::kFifo:
+          ::unlink(disk_path.c_str());
+          if (::mkfifo(disk_path.c_str(), 0600) != 0) throw_errno("mkfifo " + disk_path, errno);
+          break;
+        case NodeType::kCharDevice:
+        case NodeType::kBlockDevice: {
+          ::unlink(disk_path.c_str());
+          mode_t kind = e.meta.type == NodeType::kCharDevice ? S_IFCHR : S_IFBLK;
+          if (::mknod(disk_path.c_str(), kind | 0600, static_cast<dev_t>(e.meta.rdev)) != 0) {
+            throw_errno("mknod " + disk_path, errno);
+          }
+          break;
+        }
+        case NodeType::kSocket:
+          return;  // a socket cannot be restored; its owner recreates it
+      }
+      meta_items_.emplace_back(disk_path, &e);
+    } catch (const Error& err) {
+      fail(disk_path, err.what());
+    }
+  }
+
+  void plan_file(const TreeEntry& e, const std::string& disk_path) {
+    if (e.meta.nlink > 1) {
+      auto key = std::make_pair(e.meta.device, e.meta.inode);
+      auto [it, first] = link_heads_.emplace(key, disk_path);
+      if (!first) {
+        hardlinks_[it->second].push_back(disk_path);
+        return;
+      }
+    }
+    ::unlink(disk_path.c_str());
+    UniqueFd fd = open_or_throw(disk_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+    if (e.meta.size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(e.meta.size)) != 0) {
+      throw_errno("truncate " + disk_path, errno);
+    }
+    auto task = std::make_unique<FileTask>();
+    task->path = disk_path;
+    task->entry = &e;
+    uint64_t offset = 0, data = 0;
+    for (const ContentRef& ref : e.content) {
+      if (!ref.hole) {
+        auto [it, fresh] = needs_.try_emplace(ref.chunk);
+        it->second.destinations.push_back({task.get(), offset});
+        data += ref.length;
+      }
+      offset += ref.length;
+    }
+    task->remaining = data;
+    progress_.bytes_total += e.meta.size;
+    ++progress_.files_total;
+    ++result_.files;
+    result_.bytes += e.meta.size;
+    meta_items_.emplace_back(disk_path, &e);
+    FileTask* raw = task.get();
+    files_.push_back(std::move(task));
+    if (data == 0) finish_file(*raw);
+  }
+
+  // Groups needed blobs by pack and coalesces neighbours into ranged reads.
+  std::vector<ReadJob> make_jobs() {
+    std::vector<BlobNeed*> needs;
+    needs.reserve(needs_.size());
+    for (auto& [id, need] : needs_) {
+      need.id = id;
+      std::optional<catalog::BlobLocation> loc = repo_.catalog().find_blob(id);
+      if (!loc) {
+        for (const Destination& d : need.destinations) {
+          if (!d.file->failed.exchange(true)) fail(d.file->path, "chunk " + id.short_hex() + " is missing from the index");
+        }
+        continue;
+      }
+      need.loc = *loc;
+      needs.push_back(&need);
+    }
+    std::sort(needs.begin(), needs.end(), [](const BlobNeed* a, const BlobNeed* b) {
+      return std::tie(a->loc.pack, a->loc.blob.offset) < std::tie(b->loc.pack, b->loc.blob.offset);
+    });
+    std::vector<ReadJob> jobs;
+    for (BlobNeed* need : needs) {
+      const catalog::BlobRecord& b = need->loc.blob;
+      if (!jobs.empty()) {
+        ReadJob& last = jobs.back();
+        uint64_t last_end = last.offset + last.length;
+        if (last.pack == need->loc.pack && b.offset >= last_end && b.offset - last_end <= options_.coalesce_gap &&
+            b.offset + b.stored_length - last.offset <= options_.max_read) {
+          last.length = b.offset + b.stored_length - last.offset;
+          last.blobs.push_back(need);
+          continue;
+        }
+      }
+      jobs.push_back({need->loc.pack, b.offset, b.stored_length, {need}});
+    }
+    return jobs;
+  }
+
+  void fetch_all() {
+    std::vector<ReadJob> jobs = make_jobs();
+    size_t readers = options_.readers ? options_.readers : std::max<size_t>(4, 2 * std::thread::hardware_concurrency());
+    readers = std::min(readers, std::max<size_t>(1, jobs.size()));
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> threads;
+    std::exception_ptr cancelled;
+    std::mutex cancel_mu;
+    for (size_t t = 0; t < readers; ++t) {
+      threads.emplace_back([&] {
+        Bytes buf, raw, scratch;
+        for (size_t i = next++; i < jobs.size(); i = next++) {
+          if (options_.cancel && options_.cancel->load()) {
+            std::lock_guard lock(cancel_mu);
+            cancelled = std::make_exception_ptr(Error(ErrorKind::kInterrupted, "restore interrupted"));
+            return;
+          }
+          run_job(jobs[i], buf, raw, scratch);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    if (cancelled) std::rethrow_exception(cancelled);
+  }
+
+  void run_job(const ReadJob& job, Bytes& buf, Bytes& raw, Bytes& scratch) {
+    std::string where = "pack " + job.pack.short_hex() + " on " + repo_.target().describe();
+    buf.resize(job.length);
+    try {
+      size_t n = repo_.target().get_range(pack_key(job.pack), job.offset, buf);
+      if (n != job.length) throw Error(ErrorKind::kIntegrity, where + ": shorter than the index says");
+    } catch (const Error& e) {
+      for (BlobNeed* need : job.blobs) fail_blob(*need, e.what());
+      return;
+    }
+    for (BlobNeed* need : job.blobs) {
+      const catalog::BlobRecord& b = need->loc.blob;
+      ByteView sealed(buf.data() + (b.offset - job.offset), b.stored_length);
+      try {
+        if (xxh3_64(sealed) != b.xxh3) {
+          throw Error(ErrorKind::kIntegrity, where + ": checksum mismatch in blob " + need->id.short_hex() +
+                                                 " at offset " + std::to_string(b.offset));
+        }
+        open_blob(repo_.keys().data, need->id, sealed, b.raw_length, raw, scratch,
+                  "blob " + need->id.short_hex() + " in " + where);
+      } catch (const Error& e) {
+        fail_blob(*need, e.what());
+        continue;
+      }
+      for (const Destination& d : need->destinations) write_piece(*d.file, d.offset, raw);
+    }
+  }
+
+  void fail_blob(const BlobNeed& need, const std::string& reason) {
+    for (const Destination& d : need.destinations) {
+      if (!d.file->failed.exchange(true)) fail(d.file->path, reason);
+      d.file->remaining -= need.loc.blob.raw_length;
+    }
+  }
+
+  void write_piece(FileTask& file, uint64_t offset, ByteView data) {
+    if (!file.failed) {
+      try {
+        UniqueFd fd = open_or_throw(file.path, O_WRONLY | O_NOFOLLOW);
+        pwrite_all(fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
+        progress_.bytes_done += data.size();
+      } catch (const Error& e) {
+        if (!file.failed.exchange(true)) fail(file.path, e.what());
+      }
+    }
+    if (file.remaining.fetch_sub(data.size()) == data.size()) finish_file(file);
+  }
+
+  void finish_file(FileTask& file) {
+    ++progress_.files_done;
+    if (file.failed || !options_.verify) return;
+    try {
+      UniqueFd fd = open_or_throw(file.path, O_RDONLY | O_NOFOLLOW);
+      Xxh3Stream hash;
+      Bytes buf(1 << 20);
+      uint64_t total = 0;
+      for (;;) {
+        size_t n = read_full(fd.get(), buf, "verify " + file.path);
+        if (n == 0) break;
+        hash.update(ByteView(buf.data(), n));
+        total += n;
+      }
+      if (total != file.entry->meta.size || hash.digest() != file.entry->file_hash) {
+        throw Error(ErrorKind::kIntegrity, "restored content does not match the snapshot's checksum");
+      }
+    } catch (const Error& e) {
+      file.failed = true;
+      fail(file.path, e.what());
+    }
+  }
+
+  void apply_meta(const std::string& path, const NodeMeta& m) {
+    const char* p = path.c_str();
+    if (::geteuid() == 0 && ::lchown(p, m.uid, m.gid) != 0) fail(path, std::string("chown: ") + std::strerror(errno));
+    for (const Xattr& x : m.xattrs) {
+      if (::lsetxattr(p, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0 && errno != ENOTSUP &&
+          errno != EPERM) {
+        fail(path, "set xattr " + x.name + ": " + std::strerror(errno));
+      }
+    }
+    if (m.type != NodeType::kSymlink && ::chmod(p, m.mode & 07777) != 0) {
+      fail(path, std::string("chmod: ") + std::strerror(errno));
+    }
+    struct timespec times[2];
+    times[0].tv_sec = times[1].tv_sec = m.mtime_ns / 1000000000;
+    times[0].tv_nsec = times[1].tv_nsec = m.mtime_ns % 1000000000;
+    if (::utimensat(AT_FDCWD, p, times, AT_SYMLINK_NOFOLLOW) != 0) {
+      fail(path, std::string("set times: ") + std::strerror(errno));
+    }
+  }
+
+  Repository& repo_;
+  const RestoreOptions& options_;
+  RestoreProgress& progress_;
+  RestoreResult result_;
+
+  std::mutex mu_;
+  std::vector<RestoreFailure> failures_;
+  Tree holder_;
+  std::vector<std::unique_ptr<Tree>> trees_;  // entries point into these
+  std::vector<std::pair<std::string, NodeMeta>> dirs_;
+  std::vector<std::pair<std::string, const TreeEntry*>> meta_items_;
+  std::vector<std::unique_ptr<FileTask>> files_;
+  std::unordered_map<Id, BlobNeed, IdHash> needs_;
+  std::map<std::pair<uint64_t, uint64_t>, std::string> link_heads_;
+  std::map<std::string, std::vector<std::string>> hardlinks_;
+};
+
+}  // namespace
+
+TreeEntry find_entry(Repository& repo, const catalog::SnapshotRecord& snapshot, const std::string& path) {
+  TreeEntry current;
+  current.meta.type = NodeType::kDir;
+  current.meta.mode = 0755;
+  current.subtree = snapshot.root;
+  for (const std::string& part : split_path(path)) {
+    if (current.meta.type != NodeType::kDir) {
+      throw Error(ErrorKind::kNotFound, path + ": not a directory in snapshot " + snapshot.id.short_hex());
+    }
+    Tree tree = repo.load_tree(current.subtree);
+    const TreeEntry* next = tree.find(part);
+    if (!next) throw Error(ErrorKind::kNotFound, path + ": not in snapshot " + snapshot.id.short_hex());
+    current = *next;
+  }
+  return current;
+}
+
+void walk_snapshot(Repository& repo, const catalog::SnapshotRecord& snapshot, const std::string& start,
+                   const std::function<void(const std::string&, const TreeEntry&)>& fn) {
+  TreeEntry top = find_entry(repo, snapshot, start);
+  std::string base = "/";
+  for (const std::string& part : split_path(start)) base = join(base, part);
+  if (top.meta.type != NodeType::kDir) {
+    fn(base, top);
+    return;
+  }
+  std::vector<std::pair<std::string, Id>> stack{{base, top.subtree}};
+  while (!stack.empty()) {
+    auto [dir, id] = stack.back();
+    stack.pop_back();
+    Tree tree = repo.load_tree(id);
+    // Push subdirectories in reverse so they are visited in name order.
+    for (auto it = tree.entries.rbegin(); it != tree.entries.rend(); ++it) {
+      if (it->meta.type == NodeType::kDir) stack.emplace_back(join(dir, it->meta.name), it->subtree);
+    }
+    for (const TreeEntry& e : tree.entries) fn(join(dir, e.meta.name), e);
+  }
+}
+
+RestoreResult run_restore(Repository& repo, const catalog::SnapshotRecord& snapshot, const RestoreOptions& options,
+                          RestoreProgress& progress) {
+  RestoreRun run(repo, options, progress);
+  return run.run(snapshot);
+}
+
+}  // namespace keel::engine

@@ -1,0 +1,70 @@
+// Restores a snapshot (or part of it) into a directory.
+//
+// The planner walks the snapshot's trees (from the catalog, no target round
+// trips), creates directories and sparse files of the right size, maps each
+// needed blob to the file ranges it fills (a blob used several times is
+// fetched once), groups blobs by pack and coalesces neighbours into ranged
+// reads. Reader threads fetch, check, decrypt and decompress, and pwrite
+// straight to file offsets, in any order; holes are never written. Files are
+// verified against their XXH3-128 when complete; metadata (owners, modes,
+// xattrs, times) comes last, directories after their contents.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "engine/repository.h"
+
+namespace keel::engine {
+
+struct RestoreOptions {
+  std::string target_dir;
+  // Restore the contents of this path of the snapshot into target_dir
+  // (a file lands as target_dir/<name>). Empty: the whole snapshot.
+  std::string subpath;
+  // If not empty, only these snapshot paths (and what lies below them) are
+  // restored, at their full path under target_dir.
+  std::vector<std::string> includes;
+  bool verify = true;          // check each restored file's XXH3-128
+  size_t readers = 0;          // ranged reads in flight; 0: automatic
+  uint64_t coalesce_gap = 1ull << 20;  // join reads whose gap is at most this
+  uint64_t max_read = 16ull << 20;     // but never read more than this at once
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct RestoreProgress {
+  std::atomic<uint64_t> files_done{0};
+  std::atomic<uint64_t> bytes_done{0};
+  std::atomic<uint64_t> errors{0};
+  uint64_t files_total = 0;
+  uint64_t bytes_total = 0;
+};
+
+struct RestoreFailure {
+  std::string path;
+  std::string reason;
+};
+
+struct RestoreResult {
+  uint64_t files = 0;
+  uint64_t dirs = 0;
+  uint64_t bytes = 0;
+  std::vector<RestoreFailure> failures;
+};
+
+RestoreResult run_restore(Repository& repo, const catalog::SnapshotRecord& snapshot, const RestoreOptions& options,
+                          RestoreProgress& progress);
+
+// Walks a snapshot's trees depth-first from `start` ("/" for the root),
+// calling `fn` with each entry's path (`start` excluded).
+void walk_snapshot(Repository& repo, const catalog::SnapshotRecord& snapshot, const std::string& start,
+                   const std::function<void(const std::string& path, const TreeEntry& entry)>& fn);
+
+// The entry at `path` ("/" gives a synthetic directory holding the root).
+// Throws Error(kNotFound) naming the snapshot if there is none.
+TreeEntry find_entry(Repository& repo, const catalog::SnapshotRecord& snapshot, const std::string& path);
+
+}  // namespace keel::engine
