@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -181,15 +182,14 @@ BENCHMARK(BM_compress_random);
 // compressor's incompressibility probe saves.
 void BM_zstd_unprobed_random(benchmark::State& state) {
   const Bytes& input = random_input();
-  ZSTD_CCtx* ctx = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, kZstdLevel);
+  const std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> ctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_compressionLevel, kZstdLevel);
   Bytes out(ZSTD_compressBound(kChunkSize));
   size_t index = 0;
   for (auto _ : state) {
     const ByteView chunk = chunk_at(input, index++);
-    benchmark::DoNotOptimize(ZSTD_compress2(ctx, out.data(), out.size(), chunk.data(), chunk.size()));
+    benchmark::DoNotOptimize(ZSTD_compress2(ctx.get(), out.data(), out.size(), chunk.data(), chunk.size()));
   }
-  ZSTD_freeCCtx(ctx);
   set_chunk_throughput(state);
 }
 BENCHMARK(BM_zstd_unprobed_random);

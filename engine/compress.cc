@@ -24,12 +24,15 @@ using CCtxPtr = std::unique_ptr<ZSTD_CCtx, CCtxFree>;
 // The probe: slices spread evenly over the chunk, compressed together at a
 // fast level. Data that will not shrink (compressed media, archives,
 // encrypted files) is random to zstd, and a few slices show it for a small
-// fraction of the cost of compressing the whole chunk. Compressibility that
-// only appears at distances beyond a slice (a random block repeated inside
-// the chunk) can be missed; chunk-level dedup usually catches such data.
+// fraction of the cost of compressing the whole chunk. The price: a chunk
+// whose redundancy lies only in repeats farther apart than a slice (the same
+// random block twice), or that would shrink by a few percent at most, is
+// stored uncompressed.
 constexpr size_t kProbeSlices = 8;
 constexpr size_t kProbeSliceSize = 4096;
 constexpr size_t kProbeSize = kProbeSlices * kProbeSliceSize;
+// Not a negative level: those skip entropy coding of literals, and would
+// reject data that shrinks only through it (hex dumps, base64).
 constexpr int kProbeLevel = 1;
 // The sample must shrink by at least 1/32 (~3%) for the full pass to run.
 constexpr size_t kProbeCapacity = kProbeSize - kProbeSize / 32;

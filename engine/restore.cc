@@ -126,7 +126,8 @@ class RestoreRun {
       plan_tree(holder_, "/", dest);
     } else {
       holder_.entries.push_back(std::move(start));
-      plan_entry(holder_.entries.back(), "/" + holder_.entries.back().meta.name, dest);
+      const std::string& name = holder_.entries.back().meta.name;
+      plan_entry(holder_.entries.back(), "/" + name, join(dest, name));
     }
   }
 

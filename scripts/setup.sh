@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian package keel's build, tests and benchmarks need.
+# Idempotent: does nothing when all are present. Run as root or with sudo.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  g++ cmake ninja-build pkg-config
+  libzstd-dev libxxhash-dev libssl-dev libsqlite3-dev
+  libboost-dev libboost-program-options-dev
+  # tests and benchmarks
+  catch2 libbenchmark-dev python3 attr time
+  restic borgbackup
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "[setup] installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+install() { $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >&2; }
+install || { $SUDO apt-get update -q >&2 && install; }

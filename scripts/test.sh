@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds keel and runs the whole test suite.
+#   scripts/test.sh              release build in build/
+#   scripts/test.sh --sanitize   ASan+UBSan build in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+if [ "${1:-}" = "--sanitize" ]; then
+  dir=build-asan; args=(-DCMAKE_BUILD_TYPE=Debug -DKEEL_SANITIZE=ON -DKEEL_BUILD_BENCH=OFF)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+scripts/build.sh "$dir" "${args[@]}"
+ctest --test-dir "$dir" --output-on-failure -j2 --timeout 900
