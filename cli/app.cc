@@ -37,7 +37,7 @@ po::options_description App::global_options() {
   return g;
 }
 
-void App::parse(const std::vector<std::string>& args, po::options_description& opts,
+bool App::parse(const std::vector<std::string>& args, po::options_description& opts,
                 const po::positional_options_description& positional, po::variables_map& vm) {
   po::options_description all;
   all.add(opts).add(global_options());
@@ -50,6 +50,11 @@ void App::parse(const std::vector<std::string>& args, po::options_description& o
   if (global.repo.empty()) global.repo = env("KEEL_REPO");
   if (global.password_file.empty()) global.password_file = env("KEEL_PASSWORD_FILE");
   if (global.catalog.empty()) global.catalog = env("KEEL_CATALOG");
+  if (vm.count("help")) {
+    std::cout << opts << global_options();
+    return false;
+  }
+  return true;
 }
 
 std::string prompt_secret(const std::string& prompt) {

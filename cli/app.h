@@ -33,8 +33,9 @@ class App {
   // Options every command accepts.
   po::options_description global_options();
   // Parses a command's arguments together with the global options; fills
-  // `vm` and fills env defaults. Throws Error(kUsage) on bad input.
-  void parse(const std::vector<std::string>& args, po::options_description& opts,
+  // `vm` and env defaults. Returns false after printing help if --help was
+  // given (the command then exits 0). Throws Error(kUsage) on bad input.
+  bool parse(const std::vector<std::string>& args, po::options_description& opts,
              const po::positional_options_description& positional, po::variables_map& vm);
 
   // The repository password: KEEL_PASSWORD, the password file, or a prompt

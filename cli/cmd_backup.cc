@@ -32,11 +32,7 @@ int cmd_backup(App& app, const Args& args) {
   po::positional_options_description pos;
   pos.add("path", -1);
   po::variables_map vm;
-  app.parse(args, opts, pos, vm);
-  if (vm.count("help")) {
-    std::cout << opts << app.global_options();
-    return 0;
-  }
+  if (!app.parse(args, opts, pos, vm)) return 0;
   if (use_stdin == !paths.empty()) throw Error(ErrorKind::kUsage, "give PATHs to back up, or --stdin (not both)");
 
   std::unique_ptr<engine::Source> source =

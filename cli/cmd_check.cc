@@ -13,11 +13,7 @@ int cmd_check(App& app, const Args& args) {
   po::options_description opts("keel check [--read-data]: verify the repository");
   opts.add_options()("read-data", po::bool_switch(&read_data), "read every pack and verify every stored byte");
   po::variables_map vm;
-  app.parse(args, opts, {}, vm);
-  if (vm.count("help")) {
-    std::cout << opts << app.global_options();
-    return 0;
-  }
+  if (!app.parse(args, opts, {}, vm)) return 0;
   auto repo = app.open_repository();
   engine::CheckOptions options;
   options.read_data = read_data;

@@ -22,11 +22,7 @@ int cmd_init(App& app, const Args& args) {
        "zstd level, 0 to store raw")
       ("pack-size", po::value(&pack_mib)->default_value(pack_mib), "target pack size, MiB");
   po::variables_map vm;
-  app.parse(args, opts, {}, vm);
-  if (vm.count("help")) {
-    std::cout << opts << app.global_options();
-    return 0;
-  }
+  if (!app.parse(args, opts, {}, vm)) return 0;
   config.chunker = {min_kib * 1024, avg_kib * 1024, max_kib * 1024};
   config.chunker.validate();
   if (config.compression_level < 0 || config.compression_level > 19) {

@@ -37,11 +37,8 @@ int cmd_key(App& app, const Args& args) {
   po::positional_options_description pos;
   pos.add("action", 1).add("id", 1);
   po::variables_map vm;
-  app.parse(args, opts, pos, vm);
-  if (vm.count("help") || action.empty()) {
-    std::cout << opts << app.global_options();
-    return action.empty() && !vm.count("help") ? static_cast<int>(ErrorKind::kUsage) : 0;
-  }
+  if (!app.parse(args, opts, pos, vm)) return 0;
+  if (action.empty()) throw Error(ErrorKind::kUsage, "key needs an action: list, add or remove");
   auto repo = app.open_repository();
   if (action == "list") {
     auto slots = repo->list_key_slots();
@@ -97,11 +94,7 @@ int cmd_catalog(App& app, const Args& args) {
   po::positional_options_description pos;
   pos.add("action", 1);
   po::variables_map vm;
-  app.parse(args, opts, pos, vm);
-  if (vm.count("help")) {
-    std::cout << opts << app.global_options();
-    return 0;
-  }
+  if (!app.parse(args, opts, pos, vm)) return 0;
   if (action != "rebuild") throw Error(ErrorKind::kUsage, "unknown catalog action '" + action + "' (rebuild)");
   auto repo = app.open_repository();
   repo->rebuild_catalog();

@@ -25,11 +25,7 @@ int cmd_restore(App& app, const Args& args) {
   po::positional_options_description pos;
   pos.add("snapshot", 1);
   po::variables_map vm;
-  app.parse(args, opts, pos, vm);
-  if (vm.count("help")) {
-    std::cout << opts << app.global_options();
-    return 0;
-  }
+  if (!app.parse(args, opts, pos, vm)) return 0;
   if (spec.empty()) throw Error(ErrorKind::kUsage, "which snapshot? give an id or 'latest'");
   if (target.empty()) throw Error(ErrorKind::kUsage, "where to? give --target DIR");
 

@@ -28,11 +28,7 @@ std::string mode_string(const engine::NodeMeta& m) {
 int cmd_snapshots(App& app, const Args& args) {
   po::options_description opts("keel snapshots: list restore points");
   po::variables_map vm;
-  app.parse(args, opts, {}, vm);
-  if (vm.count("help")) {
-    std::cout << opts << app.global_options();
-    return 0;
-  }
+  if (!app.parse(args, opts, {}, vm)) return 0;
   auto repo = app.open_repository();
   auto snaps = repo->catalog().list_snapshots();
   if (app.global.json) {
@@ -80,11 +76,7 @@ int cmd_ls(App& app, const Args& args) {
   po::positional_options_description pos;
   pos.add("snapshot", 1).add("path", 1);
   po::variables_map vm;
-  app.parse(args, opts, pos, vm);
-  if (vm.count("help")) {
-    std::cout << opts << app.global_options();
-    return 0;
-  }
+  if (!app.parse(args, opts, pos, vm)) return 0;
   auto repo = app.open_repository();
   catalog::SnapshotRecord snap = repo->find_snapshot(snapshot);
   std::string base = path;

@@ -30,7 +30,9 @@ class Chunker {
   // Returns the length of the next chunk at the start of `data`. If `data`
   // holds fewer than max_size bytes and no cut point was found, returns
   // data.size() when `final` is set (end of stream), and 0 otherwise (the
-  // caller should supply more bytes).
+  // caller should supply more bytes). Each call scans from the start of
+  // `data`, so streaming callers should hold at least max_size bytes when
+  // the stream has them. Thread-safe (const, no shared state).
   size_t next_cut(ByteView data, bool final) const;
 
   const ChunkerParams& params() const { return params_; }

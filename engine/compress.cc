@@ -3,7 +3,6 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 

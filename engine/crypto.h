@@ -1,6 +1,7 @@
 // Sealing and keyed hashing (OpenSSL EVP). A sealed box is
 //   nonce (12 random bytes) || AES-256-GCM ciphertext || tag (16 bytes),
 // with associated data binding it to its id, so boxes cannot be swapped.
+// All functions are thread-safe: OpenSSL contexts are kept per thread.
 #pragma once
 
 #include <array>
@@ -37,7 +38,8 @@ struct ScryptParams {
   uint32_t r = 8;
   uint32_t p = 1;
 };
-// Derives a 32-byte key from a password with scrypt.
+// Derives a 32-byte key from a password with scrypt. Throws Error(kUsage)
+// unless N is a power of two above 1 and r, p are at least 1.
 Key256 derive_key(std::string_view password, ByteView salt, const ScryptParams& params);
 
 }  // namespace keel::engine

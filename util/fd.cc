@@ -30,56 +30,48 @@ UniqueFd open_or_throw(const std::string& path, int flags, mode_t mode) {
   return UniqueFd(fd);
 }
 
-void write_all(int fd, ByteView data, const std::string& context) {
+namespace {
+
+// Repeats `io(done)` (a read or write of the rest of the buffer) until
+// `size` bytes moved or it returns 0 (EOF); retries EINTR.
+template <typename Io>
+size_t transfer_all(size_t size, const std::string& context, Io io) {
   size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+  while (done < size) {
+    ssize_t n = io(done);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_errno(context, errno);
     }
+    if (n == 0) break;
     done += static_cast<size_t>(n);
   }
+  return done;
+}
+
+}  // namespace
+
+void write_all(int fd, ByteView data, const std::string& context) {
+  size_t n = transfer_all(data.size(), context,
+                          [&](size_t done) { return ::write(fd, data.data() + done, data.size() - done); });
+  if (n != data.size()) throw Error(ErrorKind::kTargetIo, context + ": short write");
 }
 
 void pwrite_all(int fd, ByteView data, off_t offset, const std::string& context) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(context, errno);
-    }
-    done += static_cast<size_t>(n);
-  }
+  size_t n = transfer_all(data.size(), context, [&](size_t done) {
+    return ::pwrite(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
+  });
+  if (n != data.size()) throw Error(ErrorKind::kTargetIo, context + ": short write");
 }
 
 size_t pread_full(int fd, std::span<uint8_t> data, off_t offset, const std::string& context) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pread(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(context, errno);
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  return done;
+  return transfer_all(data.size(), context, [&](size_t done) {
+    return ::pread(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
+  });
 }
 
 size_t read_full(int fd, std::span<uint8_t> data, const std::string& context) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(context, errno);
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  return done;
+  return transfer_all(data.size(), context, [&](size_t done) { return ::read(fd, data.data() + done, data.size() - done); });
 }
 
 void fsync_or_throw(int fd, const std::string& context) {
