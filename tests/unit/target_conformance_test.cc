@@ -1,1 +1,174 @@
+// One suite that every Target implementation must pass. Each implementation
+// registers a factory in conformance_targets(); a factory that cannot run
+// here (no server) returns nullptr and its cases are skipped with a message.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "targets/local/local_target.h"
+#include "util/error.h"
+#include "util/id.h"
+
+using namespace keel;
+using keel::targets::Target;
+
+namespace {
+
+struct TargetFactory {
+  std::string name;
+  std::function<std::unique_ptr<Target>()> make;
+};
+
+// Local targets live under one scratch directory, removed when the tests end.
+struct ScratchDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("keel-conformance-" + Id::random().short_hex());
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::vector<TargetFactory> conformance_targets() {
+  static ScratchDir scratch;
+  return {
+      {"local", [] {
+         return targets::local::open_local_target((scratch.path / Id::random().short_hex()).string(), /*create=*/true);
+       }},
+  };
+}
+
+Bytes random_bytes(size_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  Bytes out(n);
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  return out;
+}
+
+std::set<std::string> list_keys(Target& t, const std::string& prefix) {
+  std::set<std::string> keys;
+  t.list(prefix, [&](const targets::ObjectInfo& o) { keys.insert(o.key); });
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("targets: put, get, head, range, list, delete", "[target]") {
+  for (const TargetFactory& f : conformance_targets()) {
+    SECTION(f.name) {
+      auto t = f.make();
+      if (!t) WARN(f.name << " target not available here; skipped");
+      if (!t) continue;
+      Bytes data = random_bytes(100000, 1);
+      t->put("a/b/obj", data);
+      REQUIRE(t->get("a/b/obj") == data);
+      auto info = t->head("a/b/obj");
+      REQUIRE(info);
+      CHECK(info->size == data.size());
+
+      Bytes part(1000);
+      CHECK(t->get_range("a/b/obj", 5000, part) == part.size());
+      CHECK(std::equal(part.begin(), part.end(), data.begin() + 5000));
+      // A range running past the end returns what is there.
+      CHECK(t->get_range("a/b/obj", data.size() - 10, part) == 10);
+
+      t->put("a/c", as_bytes("x"));
+      t->put("b/d", as_bytes("y"));
+      CHECK(list_keys(*t, "a/") == std::set<std::string>{"a/b/obj", "a/c"});
+      CHECK(list_keys(*t, "a/b") == std::set<std::string>{"a/b/obj"});
+      CHECK(list_keys(*t, "zzz/").empty());
+
+      t->remove("a/c");
+      CHECK_FALSE(t->head("a/c"));
+      CHECK_NOTHROW(t->remove("a/c"));  // removing a missing key is fine
+      t->put("b/d", as_bytes("replaced"));
+      CHECK(t->get("b/d") == Bytes(as_bytes("replaced").begin(), as_bytes("replaced").end()));
+    }
+  }
+}
+
+TEST_CASE("targets: missing keys and empty objects", "[target]") {
+  for (const TargetFactory& f : conformance_targets()) {
+    SECTION(f.name) {
+      auto t = f.make();
+      if (!t) continue;
+      CHECK_FALSE(t->head("nope"));
+      Bytes buf(10);
+      try {
+        t->get_range("nope", 0, buf);
+        FAIL("expected kNotFound");
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::kNotFound);
+        CHECK(std::string(e.what()).find("nope") != std::string::npos);
+      }
+      CHECK_THROWS_AS(t->get("nope"), Error);
+      t->put("empty", {});
+      REQUIRE(t->head("empty"));
+      CHECK(t->head("empty")->size == 0);
+      CHECK(t->get("empty").empty());
+    }
+  }
+}
+
+TEST_CASE("targets: multipart uploads, out of order and concurrent", "[target]") {
+  for (const TargetFactory& f : conformance_targets()) {
+    SECTION(f.name) {
+      auto t = f.make();
+      if (!t) continue;
+      const size_t part = std::max<uint64_t>(t->min_part_size(), 1 << 20);
+      Bytes data = random_bytes(part * 3 + 12345, 2);
+      auto upload = t->start_upload("packs/big");
+      std::vector<std::thread> writers;
+      for (int n = 3; n >= 0; --n) {  // last part first
+        uint32_t i = static_cast<uint32_t>(n);
+        writers.emplace_back([&, i] {
+          size_t off = i * part, len = std::min(part, data.size() - off);
+          upload->write_part(i + 1, off, ByteView(data.data() + off, len));
+        });
+      }
+      for (auto& w : writers) w.join();
+      CHECK_FALSE(t->head("packs/big"));  // invisible until committed
+      upload->commit();
+      CHECK(t->get("packs/big") == data);
+
+      // An upload dropped without commit leaves nothing behind.
+      {
+        auto aborted = t->start_upload("packs/never");
+        aborted->write_part(1, 0, ByteView(data.data(), 100));
+      }
+      CHECK_FALSE(t->head("packs/never"));
+      CHECK(list_keys(*t, "packs/") == std::set<std::string>{"packs/big"});
+    }
+  }
+}
+
+TEST_CASE("targets: concurrent writers to different keys", "[target]") {
+  for (const TargetFactory& f : conformance_targets()) {
+    SECTION(f.name) {
+      auto t = f.make();
+      if (!t) continue;
+      std::vector<std::thread> threads;
+      for (int i = 0; i < 8; ++i) {
+        threads.emplace_back([&, i] {
+          for (int j = 0; j < 10; ++j) {
+            std::string key = "c/" + std::to_string(i) + "/" + std::to_string(j);
+            t->put(key, random_bytes(1000 + j, static_cast<uint32_t>(i * 100 + j)));
+          }
+        });
+      }
+      for (auto& th : threads) th.join();
+      CHECK(list_keys(*t, "c/").size() == 80);
+      CHECK(t->get("c/3/7") == random_bytes(1007, 307));
+    }
+  }
+}
+
+TEST_CASE("targets: keys that escape the repository are refused", "[target]") {
+  auto t = conformance_targets().front().make();
+  CHECK_THROWS_AS(t->put("../escape", as_bytes("x")), Error);
+  CHECK_THROWS_AS(t->put("/abs", as_bytes("x")), Error);
+}
