@@ -1,10 +1,12 @@
 """Back up and restore trees with every kind of file; content and metadata must match."""
+import json
 import os
 import random
+import shutil
 import subprocess
 import unittest
 
-from keelcli import KeelTestCase, tree_state
+from keelcli import KEEL, KeelTestCase, tree_state
 
 
 def make_tree(root):
@@ -139,6 +141,47 @@ class RoundTrip(KeelTestCase):
         self.init()
         p = self.keel("backup", self.path("does-not-exist"), expect=9)
         self.assertIn("does-not-exist", p.stderr.decode())
+
+
+class UnreadableFiles(KeelTestCase):
+    def test_unreadable_file_is_reported_and_skipped(self):
+        """Run keel as an unprivileged user so permissions bite even when the suite runs as root."""
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                self.skipTest("setpriv not available to drop root")
+            os.chmod(self.tmp, 0o777)
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        else:
+            prefix = []
+        src = self.path("src")
+        os.mkdir(src)
+        for name in ("ok.txt", "locked.txt"):
+            with open(os.path.join(src, name), "w") as f:
+                f.write(name)
+        os.mkdir(os.path.join(src, "locked-dir"))
+        os.chmod(os.path.join(src, "locked.txt"), 0o000)
+        os.chmod(os.path.join(src, "locked-dir"), 0o000)
+        os.chmod(src, 0o755)
+        env = dict(self.env, HOME=self.tmp)
+
+        # A copy of the binary, in case the build tree is not reachable by that user.
+        keel = self.path("keel")
+        shutil.copy(KEEL, keel)
+        os.chmod(keel, 0o755)
+
+        def run(*args):
+            return subprocess.run(prefix + [keel, *args], env=env, capture_output=True, timeout=300)
+
+        self.assertEqual(run("init").returncode, 0)
+        p = run("backup", src, "--json")
+        self.assertEqual(p.returncode, 3, p.stderr.decode())
+        report = json.loads(p.stdout)
+        skipped = sorted(os.path.basename(s["path"]) for s in report["skipped"])
+        self.assertEqual(skipped, ["locked-dir", "locked.txt"])
+        self.assertIn("locked.txt", p.stderr.decode())
+        listed = run("ls", "-R", "latest", src).stdout.decode()
+        self.assertIn("ok.txt", listed)
+        self.assertNotIn("locked.txt", listed)
 
 
 class Passwords(KeelTestCase):
