@@ -126,20 +126,44 @@ PackWriter::PackWriter(targets::Target& target, const Key256& key, catalog::Blob
 
 PackWriter::~PackWriter() {
   try {
+    // Parts of a pack that never finished (a failed run) still use this writer.
+    if (pack_) pack_->parts.wait();
+  } catch (...) {
+  }
+  try {
     inflight_.wait();
   } catch (...) {
     // The failure was reported by flush(), or the backup is unwinding.
   }
 }
 
+Bytes PackWriter::take_buffer() {
+  {
+    std::lock_guard lock(free_mu_);
+    if (!free_buffers_.empty()) {
+      Bytes b = std::move(free_buffers_.back());
+      free_buffers_.pop_back();
+      b.clear();
+      return b;
+    }
+  }
+  Bytes b;
+  b.reserve(options_.part_size + (1 << 20));
+  return b;
+}
+
+void PackWriter::recycle(Bytes&& buffer) {
+  std::lock_guard lock(free_mu_);
+  if (free_buffers_.size() < 8) free_buffers_.push_back(std::move(buffer));
+}
+
 void PackWriter::start_pack() {
   pack_ = std::make_shared<OpenPack>();
   pack_->upload = target_.start_upload(pack_key(pack_->id));
-  part_.clear();
-  part_.reserve(options_.part_size + (1 << 20));
+  part_ = take_buffer();
 }
 
-void PackWriter::add(const Id& id, uint32_t raw_length, Bytes&& sealed) {
+void PackWriter::add(const Id& id, uint32_t raw_length, ByteView sealed) {
   uint64_t checksum = xxh3_64(sealed);
   std::lock_guard lock(mu_);
   if (!pack_) start_pack();
@@ -157,8 +181,7 @@ void PackWriter::add(const Id& id, uint32_t raw_length, Bytes&& sealed) {
 
 void PackWriter::send_part(bool last) {
   auto data = std::make_shared<Bytes>(std::move(part_));
-  part_ = Bytes();
-  if (!last) part_.reserve(options_.part_size + (1 << 20));
+  part_ = last ? Bytes() : take_buffer();
   std::shared_ptr<OpenPack> pack = pack_;
   uint32_t number = pack->next_part++;
   uint64_t offset = pack->part_offset;
@@ -172,6 +195,7 @@ void PackWriter::send_part(bool last) {
       ~Release() { budget.release(n); }
     } release{budget_, data->size()};
     pack->upload->write_part(number, offset, *data);
+    recycle(std::move(*data));
   }));
 }
 

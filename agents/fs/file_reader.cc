@@ -31,7 +31,8 @@ class DataExtentReader : public engine::FileReader {
     position_ += got;
     // Short read: the file shrank inside this region; look again next call.
     if (got < wanted) region_end_ = position_;
-    ::posix_fadvise(fd_.get(), static_cast<off_t>(extent.offset), static_cast<off_t>(got), POSIX_FADV_DONTNEED);
+    // No FADV_DONTNEED behind the reader: it would evict pages other
+    // programs are using, and the kernel ages out a one-pass scan anyway.
     return extent;
   }
 
