@@ -11,7 +11,6 @@
 #include <mutex>
 #include <thread>
 
-#include "targets/open_target.h"
 #include "util/error.h"
 
 namespace keel::cli {
@@ -31,6 +30,12 @@ po::options_description App::global_options() {
       ("repo,r", po::value(&global.repo), "repository location (env KEEL_REPO)")
       ("password-file", po::value(&global.password_file), "read the password from this file (env KEEL_PASSWORD_FILE)")
       ("catalog", po::value(&global.catalog), "catalog database path (env KEEL_CATALOG)")
+      ("endpoint", po::value(&global.target.endpoint), "S3 endpoint URL (env KEEL_S3_ENDPOINT, AWS_ENDPOINT_URL)")
+      ("region", po::value(&global.target.region), "S3 region (env AWS_REGION; default us-east-1)")
+      ("aws-profile", po::value(&global.target.profile), "profile in ~/.aws/credentials (env AWS_PROFILE)")
+      ("ca-file", po::value(&global.target.ca_file), "trust this CA bundle for TLS, besides the system's")
+      ("insecure-tls", po::bool_switch(&global.target.insecure_tls), "do NOT verify TLS certificates")
+      ("virtual-hosted", po::bool_switch(&global.target.virtual_hosted), "bucket.host addressing instead of host/bucket")
       ("json", po::bool_switch(&global.json), "machine-readable output on stdout")
       ("quiet,q", po::bool_switch(&global.quiet), "no progress or summary output")
       ("help,h", "show help for this command");
@@ -92,8 +97,14 @@ std::string App::password(const std::string& prompt) {
   return p;
 }
 
+std::unique_ptr<targets::Target> App::open_target(bool create) {
+  targets::TargetOptions options = global.target;
+  options.create = create;
+  return targets::open_target(global.repo, options);
+}
+
 std::unique_ptr<engine::Repository> App::open_repository() {
-  auto target = targets::open_target(global.repo, {});
+  auto target = open_target(false);
   engine::OpenOptions options;
   options.password = password();
   options.catalog_path = global.catalog;

@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "engine/repository.h"
+#include "targets/open_target.h"
 
 namespace keel::cli {
 
@@ -22,6 +23,7 @@ struct GlobalOptions {
   std::string catalog;        // --catalog, KEEL_CATALOG
   bool json = false;
   bool quiet = false;
+  targets::TargetOptions target;  // --endpoint, --region, --ca-file, ...
 };
 
 class App {
@@ -42,6 +44,8 @@ class App {
   // on the terminal. Throws Error(kUsage) if none can be had.
   std::string password(const std::string& prompt = "repository password: ");
   std::unique_ptr<engine::Repository> open_repository();
+  // The target named by --repo; `create` makes the directory or bucket.
+  std::unique_ptr<targets::Target> open_target(bool create);
 
   bool progress_enabled() const;  // a TTY on stderr, not --json, not --quiet
   // Prints to stdout unless --quiet.

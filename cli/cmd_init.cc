@@ -3,7 +3,6 @@
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "engine/repository.h"
-#include "targets/open_target.h"
 #include "util/error.h"
 
 namespace keel::cli {
@@ -31,7 +30,7 @@ int cmd_init(App& app, const Args& args) {
   if (pack_mib < 1) throw Error(ErrorKind::kUsage, "--pack-size must be at least 1 MiB");
   config.pack_size = pack_mib << 20;
 
-  auto target = targets::open_target(app.global.repo, {.create = true});
+  auto target = app.open_target(/*create=*/true);
   engine::OpenOptions options;
   options.password = app.password("new repository password: ");
   options.catalog_path = app.global.catalog;

@@ -40,7 +40,11 @@ void usage(std::ostream& out) {
 
 // Global options that take a value, so their value is not taken for the command.
 bool takes_value(const std::string& arg) {
-  return arg == "--repo" || arg == "-r" || arg == "--password-file" || arg == "--catalog";
+  for (const char* option : {"--repo", "-r", "--password-file", "--catalog", "--endpoint", "--region", "--aws-profile",
+                             "--ca-file"}) {
+    if (arg == option) return true;
+  }
+  return false;
 }
 
 }  // namespace

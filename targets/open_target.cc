@@ -1,12 +1,30 @@
 #include "targets/open_target.h"
 
+#include <cstdlib>
+
 #include "targets/local/local_target.h"
+#include "targets/s3/credentials.h"
+#include "targets/s3/s3_target.h"
 #include "util/error.h"
 
 namespace keel::targets {
 
 std::unique_ptr<Target> open_target(const std::string& location, const TargetOptions& options) {
   if (location.empty()) throw Error(ErrorKind::kUsage, "no repository given: use --repo or set KEEL_REPO");
+  if (location.rfind("s3://", 0) == 0) {
+    s3::S3ClientOptions client;
+    client.endpoint = options.endpoint;
+    for (const char* var : {"KEEL_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
+      if (const char* v = std::getenv(var); client.endpoint.empty() && v && *v) client.endpoint = v;
+    }
+    if (client.endpoint.empty()) client.endpoint = "https://s3.amazonaws.com";
+    s3::ResolvedCredentials creds = s3::resolve_credentials({.profile = options.profile, .region = options.region});
+    client.region = creds.region;
+    client.virtual_hosted = options.virtual_hosted;
+    client.http.ca_file = options.ca_file;
+    client.http.insecure_tls = options.insecure_tls;
+    return s3::open_s3_target(location, client, creds.credentials, options.create);
+  }
   std::string path = location;
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
   auto scheme = path.find("://");

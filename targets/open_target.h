@@ -1,5 +1,6 @@
 // Turns a repository location from the command line into a Target.
 //   /path, ./path, file:///path   a local directory
+//   s3://bucket[/prefix]           an S3 bucket (endpoint from options or env)
 #pragma once
 
 #include <memory>
@@ -11,6 +12,14 @@ namespace keel::targets {
 
 struct TargetOptions {
   bool create = false;  // make the location if it does not exist (init)
+  // S3: empty fields fall back to KEEL_S3_ENDPOINT / AWS_ENDPOINT_URL, the
+  // AWS environment variables and ~/.aws files (see s3/credentials.h).
+  std::string endpoint;
+  std::string region;
+  std::string profile;
+  std::string ca_file;
+  bool insecure_tls = false;
+  bool virtual_hosted = false;
 };
 
 // Throws Error(kUsage) for a location keel cannot use.

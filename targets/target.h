@@ -8,6 +8,7 @@
 // with the target and key in the message.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,6 +59,10 @@ class Target {
   virtual void list(const std::string& prefix, const std::function<void(const ObjectInfo&)>& fn) = 0;
   // Removing a missing key is not an error.
   virtual void remove(const std::string& key) = 0;
+  // Aborts uploads that were started at least `min_age` ago and never
+  // committed (left by a crashed run); returns how many. The age keeps
+  // uploads of backups running right now safe.
+  virtual size_t remove_stale_uploads(std::chrono::seconds min_age) = 0;
 
   // Whole object; built on head + get_range.
   Bytes get(const std::string& key);

@@ -119,6 +119,18 @@ class LocalTarget : public Target {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("remove " + path, errno);
   }
 
+  size_t remove_stale_uploads(std::chrono::seconds min_age) override {
+    size_t removed = 0;
+    std::error_code ec;
+    auto now = fs::file_time_type::clock::now();
+    for (const auto& entry : fs::directory_iterator(root_ / kTmpDir, ec)) {
+      auto modified = entry.last_write_time(ec);
+      if (ec || now - modified < min_age) continue;
+      if (fs::remove(entry.path(), ec)) ++removed;
+    }
+    return removed;
+  }
+
   // Publishes a finished temporary file under `key`.
   void publish(const std::string& tmp, const std::string& key) {
     fs::path dest = root_ / key;

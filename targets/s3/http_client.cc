@@ -1,0 +1,224 @@
+#include "targets/s3/http_client.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cstring>
+#include <mutex>
+
+#include "util/error.h"
+
+namespace keel::targets::s3 {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+Endpoint Endpoint::parse(const std::string& url) {
+  Endpoint e;
+  std::string rest;
+  if (url.rfind("https://", 0) == 0) {
+    e.tls = true;
+    rest = url.substr(8);
+  } else if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+  } else {
+    throw Error(ErrorKind::kUsage, "endpoint " + url + ": must start with http:// or https://");
+  }
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    if (rest.substr(slash) != "/") throw Error(ErrorKind::kUsage, "endpoint " + url + ": must not have a path");
+    rest = rest.substr(0, slash);
+  }
+  if (!rest.empty() && rest[0] == '[') {  // [v6]:port
+    auto close = rest.find(']');
+    if (close == std::string::npos) throw Error(ErrorKind::kUsage, "endpoint " + url + ": unclosed [");
+    e.host = rest.substr(1, close - 1);
+    rest = rest.substr(close + 1);
+    if (!rest.empty() && rest[0] == ':') e.port = rest.substr(1);
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    e.host = rest.substr(0, colon);
+    e.port = rest.substr(colon + 1);
+  } else {
+    e.host = rest;
+  }
+  if (e.host.empty()) throw Error(ErrorKind::kUsage, "endpoint " + url + ": no host");
+  if (e.port.empty()) e.port = e.tls ? "443" : "80";
+  if (e.port.find_first_not_of("0123456789") != std::string::npos) {
+    throw Error(ErrorKind::kUsage, "endpoint " + url + ": bad port " + e.port);
+  }
+  return e;
+}
+
+std::string Endpoint::host_header() const {
+  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  bool default_port = (tls && port == "443") || (!tls && port == "80");
+  return default_port ? h : h + ":" + port;
+}
+
+std::string Endpoint::url() const { return (tls ? "https://" : "http://") + host_header(); }
+
+std::string HttpResponse::header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+struct HttpClient::Connection {
+  explicit Connection(asio::io_context& io) : socket(io) {}
+  tcp::socket socket;
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
+  beast::flat_buffer buffer;
+};
+
+struct HttpClient::Pool {
+  asio::io_context io;
+  asio::ssl::context tls_context{asio::ssl::context::tls_client};
+  std::mutex mu;
+  std::vector<std::unique_ptr<Connection>> idle;
+};
+
+HttpClient::HttpClient(Endpoint endpoint, HttpOptions options)
+    : endpoint_(std::move(endpoint)), options_(std::move(options)), pool_(std::make_unique<Pool>()) {
+  if (endpoint_.tls) {
+    auto& ctx = pool_->tls_context;
+    ctx.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                    asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    if (options_.insecure_tls) {
+      ctx.set_verify_mode(asio::ssl::verify_none);
+    } else {
+      ctx.set_verify_mode(asio::ssl::verify_peer);
+      boost::system::error_code ec;
+      ctx.set_default_verify_paths(ec);
+      if (!options_.ca_file.empty()) {
+        ctx.load_verify_file(options_.ca_file, ec);
+        if (ec) throw Error(ErrorKind::kUsage, "CA file " + options_.ca_file + ": " + ec.message());
+      }
+    }
+  }
+}
+
+HttpClient::~HttpClient() = default;
+
+namespace {
+
+void set_timeouts(tcp::socket& socket, std::chrono::milliseconds timeout) {
+  struct timeval tv;
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int one = 1;
+  ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+template <typename Stream>
+HttpResponse exchange(Stream& stream, beast::flat_buffer& buffer, const HttpRequest& request,
+                      std::optional<std::span<uint8_t>> body_into, bool& keep_alive) {
+  http::request<http::span_body<const uint8_t>> req;
+  req.method_string(request.method);
+  req.target(request.target);
+  req.version(11);
+  for (const auto& [k, v] : request.headers) req.set(k, v);
+  req.body() = beast::span<const uint8_t>(request.body.data(), request.body.size());
+  req.prepare_payload();
+  if (request.body.empty() && request.method != "PUT" && request.method != "POST") req.erase(http::field::content_length);
+  http::write(stream, req);
+
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);
+  if (request.method == "HEAD") parser.skip(true);
+  http::read_header(stream, buffer, parser);
+
+  HttpResponse response;
+  response.status = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get()) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    response.headers.emplace_back(std::move(name), std::string(field.value()));
+  }
+  bool into_caller = body_into && response.status / 100 == 2;
+  uint8_t* dst = nullptr;
+  size_t capacity = 0;
+  if (into_caller) {
+    dst = body_into->data();
+    capacity = body_into->size();
+  } else if (auto len = parser.content_length()) {
+    response.body.resize(static_cast<size_t>(*len));
+  }
+  size_t got = 0;
+  while (!parser.is_done()) {
+    if (!into_caller) {
+      if (got == response.body.size()) response.body.resize(std::max<size_t>(64 * 1024, response.body.size() * 2));
+      dst = response.body.data();
+      capacity = response.body.size();
+    }
+    if (got == capacity) throw Error(ErrorKind::kTargetIo, "response body larger than the " + std::to_string(capacity) + " bytes asked for");
+    parser.get().body().data = dst + got;
+    parser.get().body().size = capacity - got;
+    boost::system::error_code ec;
+    http::read(stream, buffer, parser, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) throw boost::system::system_error(ec);
+    got = capacity - parser.get().body().size;
+  }
+  response.body_size = got;
+  if (!into_caller) response.body.resize(got);
+  keep_alive = parser.get().keep_alive();
+  return response;
+}
+
+}  // namespace
+
+HttpResponse HttpClient::send(const HttpRequest& request, std::optional<std::span<uint8_t>> body_into) {
+  for (int attempt = 0;; ++attempt) {
+    std::unique_ptr<Connection> conn;
+    {
+      std::lock_guard lock(pool_->mu);
+      if (!pool_->idle.empty()) {
+        conn = std::move(pool_->idle.back());
+        pool_->idle.pop_back();
+      }
+    }
+    bool reused = conn != nullptr;
+    try {
+      if (!conn) {
+        conn = std::make_unique<Connection>(pool_->io);
+        tcp::resolver resolver(pool_->io);
+        asio::connect(conn->socket, resolver.resolve(endpoint_.host, endpoint_.port));
+        set_timeouts(conn->socket, options_.timeout);
+        if (endpoint_.tls) {
+          conn->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(conn->socket, pool_->tls_context);
+          if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), endpoint_.host.c_str())) {
+            throw Error(ErrorKind::kTargetIo, endpoint_.url() + ": cannot set TLS server name");
+          }
+          if (!options_.insecure_tls) conn->tls->set_verify_callback(asio::ssl::host_name_verification(endpoint_.host));
+          conn->tls->handshake(asio::ssl::stream_base::client);
+        }
+      }
+      bool keep_alive = false;
+      HttpResponse response = conn->tls ? exchange(*conn->tls, conn->buffer, request, body_into, keep_alive)
+                                        : exchange(conn->socket, conn->buffer, request, body_into, keep_alive);
+      if (keep_alive) {
+        std::lock_guard lock(pool_->mu);
+        if (pool_->idle.size() < options_.max_idle_connections) pool_->idle.push_back(std::move(conn));
+      }
+      return response;
+    } catch (const boost::system::system_error& e) {
+      // A pooled connection the server closed while idle: one more try on a fresh one.
+      if (reused && attempt == 0) continue;
+      throw Error(ErrorKind::kTargetIo, request.method + " " + endpoint_.url() + request.target + ": " + e.code().message());
+    }
+  }
+}
+
+}  // namespace keel::targets::s3

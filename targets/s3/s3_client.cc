@@ -1,0 +1,333 @@
+#include "targets/s3/s3_client.h"
+
+#include <openssl/evp.h>
+
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+#include <chrono>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "util/error.h"
+
+namespace keel::targets::s3 {
+namespace {
+
+namespace pt = boost::property_tree;
+
+std::array<uint8_t, 16> md5(ByteView data) {
+  std::array<uint8_t, 16> out{};
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_md5(), nullptr) != 1) {
+    throw Error(ErrorKind::kFailure, "MD5 failed");
+  }
+  return out;
+}
+
+std::string base64(ByteView data) {
+  std::string out(4 * ((data.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data.data(), static_cast<int>(data.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::string unquote(std::string s) {
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return s.substr(1, s.size() - 2);
+  return s;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The element at `path`, or an empty tree if there is none.
+pt::ptree child(const pt::ptree& tree, const std::string& path) {
+  auto found = tree.get_child_optional(path);
+  return found ? *found : pt::ptree();
+}
+
+pt::ptree parse_xml(ByteView body, const std::string& what) {
+  std::istringstream in(std::string(as_chars(body)));
+  pt::ptree tree;
+  try {
+    pt::read_xml(in, tree, pt::xml_parser::trim_whitespace);
+  } catch (const pt::xml_parser_error& e) {
+    throw Error(ErrorKind::kTargetIo, what + ": malformed XML from the server: " + e.message());
+  }
+  return tree;
+}
+
+bool retryable(int status, const std::string& code) {
+  return status == 500 || status == 502 || status == 503 || status == 504 || status == 429 || status == 408 ||
+         code == "RequestTimeout" || code == "SlowDown" || code == "InternalError";
+}
+
+}  // namespace
+
+std::string s3_error_code(ByteView body) {
+  if (body.empty()) return "";
+  try {
+    std::istringstream in(std::string(as_chars(body)));
+    pt::ptree tree;
+    pt::read_xml(in, tree);
+    return tree.get<std::string>("Error.Code", "");
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+S3Client::S3Client(S3ClientOptions options, Credentials credentials)
+    : options_(std::move(options)),
+      credentials_(std::move(credentials)),
+      http_(Endpoint::parse(options_.endpoint), options_.http) {}
+
+std::string S3Client::describe(const std::string& bucket) const { return "s3://" + bucket + " at " + options_.endpoint; }
+
+HttpResponse S3Client::execute(const Request& r) {
+  const Endpoint& ep = http_.endpoint();
+  SigningRequest sr;
+  sr.method = r.method;
+  if (options_.virtual_hosted && !r.bucket.empty()) {
+    sr.host = r.bucket + "." + ep.host_header();
+    sr.path = "/" + r.key;
+  } else {
+    sr.host = ep.host_header();
+    sr.path = "/" + r.bucket + (r.key.empty() && r.bucket.empty() ? "" : "/" + r.key);
+    if (r.key.empty() && !r.bucket.empty()) sr.path = "/" + r.bucket;
+  }
+  sr.query = r.query;
+  sr.headers = r.headers;
+  sr.payload_hash = "UNSIGNED-PAYLOAD";
+
+  HttpRequest hr;
+  hr.method = r.method;
+  hr.target = encode_path(sr.path);
+  std::string query = canonical_query_string(r.query);
+  if (!query.empty()) hr.target += "?" + query;
+  hr.body = r.body;
+
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  for (int attempt = 1;; ++attempt) {
+    hr.headers = r.headers;
+    hr.headers.emplace_back("host", sr.host);
+    for (auto& h : sign_request(sr, credentials_, options_.region, std::time(nullptr))) hr.headers.push_back(h);
+    ++stats_.requests;
+    std::string failure;
+    try {
+      HttpResponse response = http_.send(hr, r.body_into);
+      stats_.bytes_sent += r.body.size();
+      stats_.bytes_received += response.body_size;
+      std::string code = response.status >= 300 ? s3_error_code(response.body) : "";
+      if (!retryable(response.status, code)) return response;
+      failure = "HTTP " + std::to_string(response.status) + (code.empty() ? "" : " " + code);
+      if (attempt >= options_.retry.max_attempts) return response;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kTargetIo || attempt >= options_.retry.max_attempts) throw;
+      failure = e.what();
+    }
+    ++stats_.retries;
+    // Full jitter: a random wait up to an exponentially growing ceiling.
+    auto ceiling = std::min<int64_t>(options_.retry.cap.count(), options_.retry.base.count() << std::min(attempt, 20));
+    std::uniform_int_distribution<int64_t> wait(0, std::max<int64_t>(1, ceiling));
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait(rng)));
+  }
+}
+
+void S3Client::fail(const Request& r, const HttpResponse& response) const {
+  std::string code = s3_error_code(response.body), message;
+  if (!code.empty()) {
+    try {
+      message = parse_xml(response.body, "error").get<std::string>("Error.Message", "");
+    } catch (const Error&) {
+    }
+  }
+  std::string what = r.method + " s3://" + r.bucket + "/" + r.key + " at " + options_.endpoint + ": HTTP " +
+                     std::to_string(response.status) + (code.empty() ? "" : " " + code) +
+                     (message.empty() ? "" : " (" + message + ")");
+  if (response.status == 404) throw Error(ErrorKind::kNotFound, what);
+  if (response.status == 403 || response.status == 401) throw Error(ErrorKind::kTargetIo, what + ": check the credentials");
+  throw Error(ErrorKind::kTargetIo, what);
+}
+
+void S3Client::create_bucket(const std::string& bucket) {
+  Request r{"PUT", bucket, "", {}, {}, {}, {}};
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2 && s3_error_code(resp.body) != "BucketAlreadyOwnedByYou") fail(r, resp);
+}
+
+void S3Client::put_object(const std::string& bucket, const std::string& key, ByteView data) {
+  auto digest = md5(data);
+  Request r{"PUT", bucket, key, {}, {{"content-md5", base64(digest)}}, data, {}};
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2) fail(r, resp);
+  std::string etag = unquote(resp.header("etag"));
+  if (!etag.empty() && etag != to_hex(digest)) {
+    throw Error(ErrorKind::kIntegrity, describe(bucket) + "/" + key + ": ETag " + etag + " does not match the MD5 sent");
+  }
+}
+
+std::string S3Client::create_multipart_upload(const std::string& bucket, const std::string& key) {
+  Request r{"POST", bucket, key, {{"uploads", ""}}, {}, {}, {}};
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2) fail(r, resp);
+  std::string id = parse_xml(resp.body, "CreateMultipartUpload").get<std::string>("InitiateMultipartUploadResult.UploadId", "");
+  if (id.empty()) throw Error(ErrorKind::kTargetIo, describe(bucket) + "/" + key + ": no UploadId in the reply");
+  return id;
+}
+
+std::string S3Client::upload_part(const std::string& bucket, const std::string& key, const std::string& upload_id,
+                                  uint32_t part_number, ByteView data) {
+  auto digest = md5(data);
+  Request r{"PUT", bucket, key, {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}},
+            {{"content-md5", base64(digest)}}, data, {}};
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2) fail(r, resp);
+  std::string etag = unquote(resp.header("etag"));
+  if (etag != to_hex(digest)) {
+    throw Error(ErrorKind::kIntegrity, describe(bucket) + "/" + key + " part " + std::to_string(part_number) +
+                                           ": ETag '" + etag + "' does not match the MD5 sent");
+  }
+  return etag;
+}
+
+void S3Client::complete_multipart_upload(const std::string& bucket, const std::string& key,
+                                         const std::string& upload_id,
+                                         const std::vector<std::pair<uint32_t, std::string>>& parts) {
+  std::string body = "<CompleteMultipartUpload>";
+  Bytes concatenated;
+  for (const auto& [number, etag] : parts) {
+    body += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>\"" + etag + "\"</ETag></Part>";
+    Bytes raw = from_hex(etag);
+    concatenated.insert(concatenated.end(), raw.begin(), raw.end());
+  }
+  body += "</CompleteMultipartUpload>";
+  Request r{"POST", bucket, key, {{"uploadId", upload_id}}, {{"content-type", "application/xml"}}, as_bytes(body), {}};
+  HttpResponse resp = execute(r);
+  // Complete may fail inside a 200 reply; a retried complete of an upload
+  // that already completed says NoSuchUpload: the object tells the truth.
+  std::string code = s3_error_code(resp.body);
+  std::string expected = to_hex(md5(concatenated)) + "-" + std::to_string(parts.size());
+  if (resp.status / 100 == 2 && code.empty()) {
+    std::string etag = unquote(parse_xml(resp.body, "CompleteMultipartUpload")
+                                   .get<std::string>("CompleteMultipartUploadResult.ETag", ""));
+    if (!etag.empty() && etag != expected) {
+      throw Error(ErrorKind::kIntegrity, describe(bucket) + "/" + key + ": multipart ETag " + etag + ", expected " + expected);
+    }
+    return;
+  }
+  if (code == "NoSuchUpload") {
+    std::optional<ObjectHead> head = head_object(bucket, key);
+    if (head && unquote(head->etag) == expected) return;
+  }
+  fail(r, resp);
+}
+
+void S3Client::abort_multipart_upload(const std::string& bucket, const std::string& key, const std::string& upload_id) {
+  Request r{"DELETE", bucket, key, {{"uploadId", upload_id}}, {}, {}, {}};
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2 && resp.status != 404) fail(r, resp);
+}
+
+std::vector<MultipartUploadInfo> S3Client::list_multipart_uploads(const std::string& bucket, const std::string& prefix) {
+  std::vector<MultipartUploadInfo> out;
+  std::string key_marker, id_marker;
+  for (;;) {
+    Request r{"GET", bucket, "", {{"uploads", ""}, {"prefix", prefix}}, {}, {}, {}};
+    if (!key_marker.empty()) {
+      r.query.emplace_back("key-marker", key_marker);
+      r.query.emplace_back("upload-id-marker", id_marker);
+    }
+    HttpResponse resp = execute(r);
+    if (resp.status / 100 != 2) fail(r, resp);
+    pt::ptree tree = parse_xml(resp.body, "ListMultipartUploads");
+    pt::ptree result = child(tree, "ListMultipartUploadsResult");
+    for (const auto& [name, node] : result) {
+      if (name != "Upload") continue;
+      out.push_back({node.get<std::string>("Key", ""), node.get<std::string>("UploadId", ""),
+                     node.get<std::string>("Initiated", "")});
+    }
+    if (result.get<std::string>("IsTruncated", "false") != "true") return out;
+    key_marker = result.get<std::string>("NextKeyMarker", "");
+    id_marker = result.get<std::string>("NextUploadIdMarker", "");
+    if (key_marker.empty()) return out;
+  }
+}
+
+size_t S3Client::get_range(const std::string& bucket, const std::string& key, uint64_t offset, std::span<uint8_t> out) {
+  if (out.empty()) return 0;
+  Request r{"GET", bucket, key, {}, {{"range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + out.size() - 1)}},
+            {}, out};
+  HttpResponse resp = execute(r);
+  if (resp.status == 416) return 0;  // offset at or past the end
+  if (resp.status == 206 || (resp.status == 200 && offset == 0)) return resp.body_size;
+  fail(r, resp);
+}
+
+std::optional<ObjectHead> S3Client::head_object(const std::string& bucket, const std::string& key) {
+  Request r{"HEAD", bucket, key, {}, {}, {}, {}};
+  HttpResponse resp = execute(r);
+  if (resp.status == 404) return std::nullopt;
+  if (resp.status / 100 != 2) fail(r, resp);
+  return ObjectHead{std::stoull(resp.header("content-length").empty() ? "0" : resp.header("content-length")),
+                    resp.header("etag")};
+}
+
+void S3Client::list_objects(const std::string& bucket, const std::string& prefix,
+                            const std::function<void(const std::string&, uint64_t)>& fn) {
+  std::string token;
+  for (;;) {
+    Request r{"GET", bucket, "", {{"list-type", "2"}, {"prefix", prefix}, {"max-keys", "1000"}}, {}, {}, {}};
+    if (!token.empty()) r.query.emplace_back("continuation-token", token);
+    HttpResponse resp = execute(r);
+    if (resp.status / 100 != 2) fail(r, resp);
+    pt::ptree tree = parse_xml(resp.body, "ListObjectsV2");
+    pt::ptree result = child(tree, "ListBucketResult");
+    for (const auto& [name, node] : result) {
+      if (name == "Contents") fn(node.get<std::string>("Key", ""), node.get<uint64_t>("Size", 0));
+    }
+    if (result.get<std::string>("IsTruncated", "false") != "true") return;
+    token = result.get<std::string>("NextContinuationToken", "");
+    if (token.empty()) throw Error(ErrorKind::kTargetIo, describe(bucket) + ": truncated listing without a continuation token");
+  }
+}
+
+void S3Client::delete_object(const std::string& bucket, const std::string& key) {
+  Request r{"DELETE", bucket, key, {}, {}, {}, {}};
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2 && resp.status != 404) fail(r, resp);
+}
+
+void S3Client::delete_objects(const std::string& bucket, const std::vector<std::string>& keys) {
+  for (size_t start = 0; start < keys.size(); start += 1000) {
+    std::string body = "<Delete><Quiet>true</Quiet>";
+    for (size_t i = start; i < std::min(keys.size(), start + 1000); ++i) {
+      body += "<Object><Key>" + xml_escape(keys[i]) + "</Key></Object>";
+    }
+    body += "</Delete>";
+    Request r{"POST", bucket, "", {{"delete", ""}}, {{"content-md5", base64(md5(as_bytes(body)))}, {"content-type", "application/xml"}},
+              as_bytes(body), {}};
+    HttpResponse resp = execute(r);
+    if (resp.status / 100 != 2) fail(r, resp);
+    pt::ptree tree = parse_xml(resp.body, "DeleteObjects");
+    for (const auto& [name, node] : child(tree, "DeleteResult")) {
+      if (name == "Error") {
+        throw Error(ErrorKind::kTargetIo, describe(bucket) + "/" + node.get<std::string>("Key", "") + ": delete failed: " +
+                                              node.get<std::string>("Code", "") + " " + node.get<std::string>("Message", ""));
+      }
+    }
+  }
+}
+
+}  // namespace keel::targets::s3

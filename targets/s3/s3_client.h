@@ -1,0 +1,104 @@
+// The S3 operations keel needs, over HttpClient, signed with SigV4, with
+// retries (exponential back-off with full jitter) on throttling, 5xx,
+// timeouts and broken connections. Every upload carries Content-MD5 and its
+// returned ETag is checked. Errors name the bucket, key and S3 error code.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "targets/s3/http_client.h"
+#include "targets/s3/sigv4.h"
+
+namespace keel::targets::s3 {
+
+struct RetryPolicy {
+  int max_attempts = 10;
+  std::chrono::milliseconds base{50};
+  std::chrono::milliseconds cap{5000};
+};
+
+struct S3ClientOptions {
+  std::string endpoint;  // "https://s3.example.com:443"
+  std::string region = "us-east-1";
+  bool virtual_hosted = false;  // bucket.host/key instead of host/bucket/key
+  HttpOptions http;
+  RetryPolicy retry;
+};
+
+struct ObjectHead {
+  uint64_t size = 0;
+  std::string etag;
+};
+
+struct MultipartUploadInfo {
+  std::string key;
+  std::string upload_id;
+  std::string initiated;  // ISO 8601, as the server said
+};
+
+// Counters for tests and stats output.
+struct S3Stats {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> retries{0};
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> bytes_received{0};
+};
+
+class S3Client {
+ public:
+  S3Client(S3ClientOptions options, Credentials credentials);
+
+  void create_bucket(const std::string& bucket);
+  void put_object(const std::string& bucket, const std::string& key, ByteView data);
+  std::string create_multipart_upload(const std::string& bucket, const std::string& key);
+  // Returns the part's ETag (checked against the MD5 of `data`).
+  std::string upload_part(const std::string& bucket, const std::string& key, const std::string& upload_id,
+                          uint32_t part_number, ByteView data);
+  void complete_multipart_upload(const std::string& bucket, const std::string& key, const std::string& upload_id,
+                                 const std::vector<std::pair<uint32_t, std::string>>& parts);
+  void abort_multipart_upload(const std::string& bucket, const std::string& key, const std::string& upload_id);
+  std::vector<MultipartUploadInfo> list_multipart_uploads(const std::string& bucket, const std::string& prefix);
+  // Reads [offset, offset + out.size()); returns bytes read (short at the end of the object).
+  // Throws Error(kNotFound) for a missing key.
+  size_t get_range(const std::string& bucket, const std::string& key, uint64_t offset, std::span<uint8_t> out);
+  std::optional<ObjectHead> head_object(const std::string& bucket, const std::string& key);
+  // ListObjectsV2 with continuation tokens; calls fn(key, size).
+  void list_objects(const std::string& bucket, const std::string& prefix,
+                    const std::function<void(const std::string&, uint64_t)>& fn);
+  void delete_object(const std::string& bucket, const std::string& key);
+  // DeleteObjects, 1000 keys per request.
+  void delete_objects(const std::string& bucket, const std::vector<std::string>& keys);
+
+  const S3Stats& stats() const { return stats_; }
+  std::string describe(const std::string& bucket) const;
+
+ private:
+  struct Request {
+    std::string method;
+    std::string bucket;
+    std::string key;
+    std::vector<std::pair<std::string, std::string>> query;
+    Headers headers;
+    ByteView body;
+    std::optional<std::span<uint8_t>> body_into;
+  };
+  // Signs and sends with retries; returns the final response (any status).
+  HttpResponse execute(const Request& request);
+  [[noreturn]] void fail(const Request& request, const HttpResponse& response) const;
+
+  S3ClientOptions options_;
+  Credentials credentials_;
+  HttpClient http_;
+  mutable S3Stats stats_;
+};
+
+// The S3 error code in an XML error body ("NoSuchKey"), or "".
+std::string s3_error_code(ByteView body);
+
+}  // namespace keel::targets::s3

@@ -1,0 +1,145 @@
+#include "targets/s3/s3_target.h"
+
+#include <map>
+#include <mutex>
+
+#include "util/error.h"
+
+namespace keel::targets::s3 {
+namespace {
+
+constexpr uint64_t kMinPartSize = 5ull << 20;
+
+class S3Upload : public Upload {
+ public:
+  S3Upload(S3Client& client, std::string bucket, std::string key, std::string upload_id)
+      : client_(client), bucket_(std::move(bucket)), key_(std::move(key)), upload_id_(std::move(upload_id)) {}
+  ~S3Upload() override {
+    if (!done_) abort();
+  }
+
+  void write_part(uint32_t part_number, uint64_t, ByteView data) override {
+    std::string etag = client_.upload_part(bucket_, key_, upload_id_, part_number, data);
+    std::lock_guard lock(mu_);
+    etags_[part_number] = etag;
+  }
+
+  void commit() override {
+    std::vector<std::pair<uint32_t, std::string>> parts;
+    {
+      std::lock_guard lock(mu_);
+      parts.assign(etags_.begin(), etags_.end());
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].first != i + 1) {
+        throw Error(ErrorKind::kFailure, client_.describe(bucket_) + "/" + key_ + ": part " + std::to_string(i + 1) +
+                                             " missing at commit");
+      }
+    }
+    if (parts.empty()) {
+      // S3 refuses a multipart upload without parts: an empty object is a plain put.
+      abort();
+      client_.put_object(bucket_, key_, {});
+    } else {
+      client_.complete_multipart_upload(bucket_, key_, upload_id_, parts);
+    }
+    done_ = true;
+  }
+
+  void abort() noexcept override {
+    if (done_) return;
+    done_ = true;
+    try {
+      client_.abort_multipart_upload(bucket_, key_, upload_id_);
+    } catch (...) {
+      // Left for remove_stale_uploads to collect.
+    }
+  }
+
+ private:
+  S3Client& client_;
+  std::string bucket_, key_, upload_id_;
+  std::mutex mu_;
+  std::map<uint32_t, std::string> etags_;
+  bool done_ = false;
+};
+
+class S3Target : public Target {
+ public:
+  S3Target(std::string bucket, std::string prefix, S3ClientOptions options, Credentials credentials)
+      : bucket_(std::move(bucket)), prefix_(std::move(prefix)), client_(std::move(options), std::move(credentials)) {}
+
+  std::string describe() const override { return "s3://" + bucket_ + "/" + prefix_; }
+  uint64_t min_part_size() const override { return kMinPartSize; }
+
+  std::unique_ptr<Upload> start_upload(const std::string& key) override {
+    std::string full = prefix_ + key;
+    return std::make_unique<S3Upload>(client_, bucket_, full, client_.create_multipart_upload(bucket_, full));
+  }
+
+  void put(const std::string& key, ByteView data) override { client_.put_object(bucket_, prefix_ + key, data); }
+
+  size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) override {
+    return client_.get_range(bucket_, prefix_ + key, offset, out);
+  }
+
+  std::optional<ObjectInfo> head(const std::string& key) override {
+    auto h = client_.head_object(bucket_, prefix_ + key);
+    if (!h) return std::nullopt;
+    return ObjectInfo{key, h->size};
+  }
+
+  void list(const std::string& prefix, const std::function<void(const ObjectInfo&)>& fn) override {
+    client_.list_objects(bucket_, prefix_ + prefix, [&](const std::string& key, uint64_t size) {
+      fn(ObjectInfo{key.substr(prefix_.size()), size});
+    });
+  }
+
+  void remove(const std::string& key) override { client_.delete_object(bucket_, prefix_ + key); }
+
+  size_t remove_stale_uploads(std::chrono::seconds min_age) override {
+    size_t removed = 0;
+    auto now = std::chrono::system_clock::now();
+    for (const MultipartUploadInfo& u : client_.list_multipart_uploads(bucket_, prefix_)) {
+      std::tm tm{};
+      if (!strptime(u.initiated.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) continue;
+      auto started = std::chrono::system_clock::from_time_t(timegm(&tm));
+      if (now - started < min_age) continue;
+      client_.abort_multipart_upload(bucket_, u.key, u.upload_id);
+      ++removed;
+    }
+    return removed;
+  }
+
+  S3Client& client() { return client_; }
+  const std::string& bucket() const { return bucket_; }
+
+ private:
+  std::string bucket_, prefix_;
+  S3Client client_;
+};
+
+}  // namespace
+
+std::pair<std::string, std::string> parse_s3_url(const std::string& url) {
+  if (url.rfind("s3://", 0) != 0) throw Error(ErrorKind::kUsage, url + ": not an s3:// location");
+  std::string rest = url.substr(5);
+  std::string bucket = rest.substr(0, rest.find('/'));
+  std::string prefix = bucket.size() < rest.size() ? rest.substr(bucket.size() + 1) : "";
+  while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  if (bucket.size() < 3 || bucket.size() > 63 || bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") != std::string::npos) {
+    throw Error(ErrorKind::kUsage, url + ": '" + bucket + "' is not a valid bucket name");
+  }
+  return {bucket, prefix};
+}
+
+std::unique_ptr<Target> open_s3_target(const std::string& url, S3ClientOptions options, Credentials credentials,
+                                       bool create) {
+  auto [bucket, prefix] = parse_s3_url(url);
+  auto target = std::make_unique<S3Target>(bucket, prefix, std::move(options), std::move(credentials));
+  if (create) target->client().create_bucket(bucket);
+  return target;
+}
+
+}  // namespace keel::targets::s3
