@@ -12,6 +12,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "util/error.h"
@@ -135,7 +136,7 @@ HttpResponse exchange(Stream& stream, beast::flat_buffer& buffer, const HttpRequ
   http::write(stream, req);
 
   http::response_parser<http::buffer_body> parser;
-  parser.body_limit(boost::none);
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: Beast 1.74 compares it wrongly
   if (request.method == "HEAD") parser.skip(true);
   http::read_header(stream, buffer, parser);
 

@@ -1,5 +1,4 @@
 """Dedupe, corruption, interruption and catalog loss: the repository stays consistent."""
-import glob
 import os
 import random
 import shutil
@@ -43,23 +42,20 @@ class Corruption(KeelTestCase):
         self.keel("backup", src)
         out = self.path("first")
         self.keel("restore", "latest", "--target", out)
-        # Find a data pack holding a chunk of a.bin: flip a byte in the middle of each pack in turn
-        # until check names a.bin (packs hold whole blobs, so the middle byte is inside a blob).
-        packs = sorted(glob.glob(os.path.join(self.repo, "packs/*/*")), key=os.path.getsize, reverse=True)
+        # Find a data pack holding a chunk of a.bin: flip a byte inside each pack in turn
+        # until check names a.bin (packs hold whole blobs, so byte 100 is inside a blob).
+        packs = sorted(self.store.list("packs/").items(), key=lambda kv: -kv[1])
         victim = None
-        for pack in packs:
-            with open(pack, "r+b") as f:
-                f.seek(100)
-                b = f.read(1)
-                f.seek(100)
-                f.write(bytes([b[0] ^ 0x40]))
+        for key, _ in packs:
+            original = self.store.read(key)
+            damaged = bytearray(original)
+            damaged[100] ^= 0x40
+            self.store.write(key, bytes(damaged))
             check = self.keel("check", "--read-data", expect=None)
             if b"a.bin" in check.stdout:
-                victim = pack
+                victim = key
                 break
-            with open(pack, "r+b") as f:  # undo, try the next
-                f.seek(100)
-                f.write(b)
+            self.store.write(key, original)  # undo, try the next
         self.assertIsNotNone(victim, "no pack held a.bin")
         self.assertEqual(check.returncode, 6)
         report = check.stdout.decode()
@@ -90,7 +86,7 @@ class Interruption(KeelTestCase):
         # Kill once a few packs are durable.
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None:
-            if len(glob.glob(os.path.join(self.repo, "packs/*/*"))) >= 4:
+            if len(self.store.list("packs/")) >= 4:
                 break
             time.sleep(0.01)
         killed = proc.poll() is None
@@ -101,7 +97,7 @@ class Interruption(KeelTestCase):
             self.skipTest("backup finished before it could be killed")
         self.assertEqual(self.keel_json("snapshots"), [])
         self.keel("check", "--read-data")
-        stored = sum(os.path.getsize(p) for p in glob.glob(os.path.join(self.repo, "packs/*/*")))
+        stored = sum(self.store.list("packs/").values())
         snap = self.keel_json("backup", src)
         self.assertLess(snap["bytes_added"], (12 * 16 << 20) - stored + (1 << 20))
         self.keel("check", "--read-data")
