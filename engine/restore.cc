@@ -15,7 +15,9 @@
 #include <unordered_map>
 
 #include "engine/blob_codec.h"
+#include "engine/crypto.h"
 #include "engine/pack.h"
+#include "util/checksum.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/thread_pool.h"
@@ -91,9 +93,13 @@ class RestoreRun {
       : repo_(repo), options_(options), progress_(progress) {}
 
   RestoreResult run(const catalog::SnapshotRecord& snapshot) {
-    std::filesystem::create_directories(options_.target_dir);
+    if (!options_.verify_only) std::filesystem::create_directories(options_.target_dir);
     plan(snapshot);
     fetch_all();
+    if (options_.verify_only) {
+      result_.failures = std::move(failures_);
+      return result_;
+    }
     for (auto& [first, links] : hardlinks_) {
       for (const std::string& link : links) {
         ::unlink(link.c_str());
@@ -146,12 +152,15 @@ class RestoreRun {
     Inclusion inc = included(snap_path, options_.includes);
     if (inc == Inclusion::kNo) return;
     if (inc == Inclusion::kAncestor && e.meta.type != NodeType::kDir) return;
+    if (options_.verify_only && e.meta.type != NodeType::kDir && e.meta.type != NodeType::kFile) return;
     try {
       switch (e.meta.type) {
         case NodeType::kDir: {
-          if (::mkdir(disk_path.c_str(), 0700) != 0 && errno != EEXIST) throw_errno("mkdir " + disk_path, errno);
+          if (!options_.verify_only && ::mkdir(disk_path.c_str(), 0700) != 0 && errno != EEXIST) {
+            throw_errno("mkdir " + disk_path, errno);
+          }
           trees_.push_back(std::make_unique<Tree>(repo_.load_tree(e.subtree)));
-          dirs_.emplace_back(disk_path, e.meta);
+          if (!options_.verify_only) dirs_.emplace_back(disk_path, e.meta);
           ++result_.dirs;
           plan_tree(*trees_.back(), snap_path, disk_path);
           return;
@@ -185,8 +194,16 @@ class RestoreRun {
     }
   }
 
+  // Deterministic per path and seed, so a drill's sample can be repeated.
+  bool sampled(const std::string& path) const {
+    if (options_.sample >= 1.0) return true;
+    uint64_t h = XXH3_64bits_withSeed(path.data(), path.size(), options_.sample_seed);
+    return static_cast<double>(h % 1000000) < options_.sample * 1000000.0;
+  }
+
   void plan_file(const TreeEntry& e, const std::string& disk_path) {
-    if (e.meta.nlink > 1) {
+    if (!sampled(disk_path)) return;
+    if (e.meta.nlink > 1 && !options_.verify_only) {
       auto key = std::make_pair(e.meta.device, e.meta.inode);
       auto [it, first] = link_heads_.emplace(key, disk_path);
       if (!first) {
@@ -194,10 +211,12 @@ class RestoreRun {
         return;
       }
     }
-    ::unlink(disk_path.c_str());
-    UniqueFd fd = open_or_throw(disk_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-    if (e.meta.size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(e.meta.size)) != 0) {
-      throw_errno("truncate " + disk_path, errno);
+    if (!options_.verify_only) {
+      ::unlink(disk_path.c_str());
+      UniqueFd fd = open_or_throw(disk_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+      if (e.meta.size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(e.meta.size)) != 0) {
+        throw_errno("truncate " + disk_path, errno);
+      }
     }
     auto task = std::make_unique<FileTask>();
     task->path = disk_path;
@@ -216,7 +235,7 @@ class RestoreRun {
     ++progress_.files_total;
     ++result_.files;
     result_.bytes += e.meta.size;
-    meta_items_.emplace_back(disk_path, &e);
+    if (!options_.verify_only) meta_items_.emplace_back(disk_path, &e);
     FileTask* raw = task.get();
     files_.push_back(std::move(task));
     if (data == 0) finish_file(*raw);
@@ -304,6 +323,10 @@ class RestoreRun {
         }
         open_blob(repo_.keys().data, need->id, sealed, b.raw_length, raw, scratch,
                   "blob " + need->id.short_hex() + " in " + where);
+        if (options_.verify_only && keyed_id(repo_.keys().id, raw) != need->id) {
+          throw Error(ErrorKind::kIntegrity, "blob " + need->id.short_hex() + " in " + where +
+                                                 ": content does not hash to its id");
+        }
       } catch (const Error& e) {
         fail_blob(*need, e.what());
         continue;
@@ -320,7 +343,9 @@ class RestoreRun {
   }
 
   void write_piece(FileTask& file, uint64_t offset, ByteView data) {
-    if (!file.failed) {
+    if (options_.verify_only) {
+      progress_.bytes_done += data.size();
+    } else if (!file.failed) {
       try {
         UniqueFd fd = open_or_throw(file.path, O_WRONLY | O_NOFOLLOW);
         pwrite_all(fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
@@ -333,8 +358,18 @@ class RestoreRun {
   }
 
   void finish_file(FileTask& file) {
+    finish_file_checks(file);
     ++progress_.files_done;
-    if (file.failed || !options_.verify) return;
+    if (!file.failed) {
+      int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                         progress_.started).count();
+      int64_t unset = 0;
+      progress_.first_file_ns.compare_exchange_strong(unset, std::max<int64_t>(1, now));
+    }
+  }
+
+  void finish_file_checks(FileTask& file) {
+    if (file.failed || !options_.verify || options_.verify_only) return;
     try {
       UniqueFd fd = open_or_throw(file.path, O_RDONLY | O_NOFOLLOW);
       Xxh3Stream hash;

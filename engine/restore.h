@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ struct RestoreOptions {
   // restored, at their full path under target_dir.
   std::vector<std::string> includes;
   bool verify = true;          // check each restored file's XXH3-128
+  // Fetch, decrypt, decompress and check every byte (each chunk must hash
+  // back to its id) but write nothing: a drill that proves readability.
+  bool verify_only = false;
+  // Restore only this fraction of the files, picked at random by `sample_seed`.
+  double sample = 1.0;
+  uint64_t sample_seed = 0;
   size_t readers = 0;          // ranged reads in flight; 0: automatic
   uint64_t coalesce_gap = 1ull << 20;  // join reads whose gap is at most this
   uint64_t max_read = 16ull << 20;     // but never read more than this at once
@@ -36,6 +43,9 @@ struct RestoreOptions {
 };
 
 struct RestoreProgress {
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // When the first file was complete (restored and verified); zero until then.
+  std::atomic<int64_t> first_file_ns{0};
   std::atomic<uint64_t> files_done{0};
   std::atomic<uint64_t> bytes_done{0};
   std::atomic<uint64_t> errors{0};
