@@ -33,6 +33,10 @@ po::options_description App::global_options() {
       ("endpoint", po::value(&global.target.endpoint), "S3 endpoint URL (env KEEL_S3_ENDPOINT, AWS_ENDPOINT_URL)")
       ("region", po::value(&global.target.region), "S3 region (env AWS_REGION; default us-east-1)")
       ("aws-profile", po::value(&global.target.profile), "profile in ~/.aws/credentials (env AWS_PROFILE)")
+      ("aws-access-key-id", po::value(&global.target.access_key_id), "S3 access key (env AWS_ACCESS_KEY_ID)")
+      ("aws-secret-access-key", po::value(&global.target.secret_access_key),
+       "S3 secret key (env AWS_SECRET_ACCESS_KEY; visible to other users in ps: prefer the env or a profile)")
+      ("aws-session-token", po::value(&global.target.session_token), "S3 session token (env AWS_SESSION_TOKEN)")
       ("ca-file", po::value(&global.target.ca_file), "trust this CA bundle for TLS, besides the system's")
       ("insecure-tls", po::bool_switch(&global.target.insecure_tls), "do NOT verify TLS certificates")
       ("virtual-hosted", po::bool_switch(&global.target.virtual_hosted), "bucket.host addressing instead of host/bucket")

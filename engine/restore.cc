@@ -280,7 +280,8 @@ class RestoreRun {
 
   void fetch_all() {
     std::vector<ReadJob> jobs = make_jobs();
-    size_t readers = options_.readers ? options_.readers : std::max<size_t>(4, 2 * std::thread::hardware_concurrency());
+    size_t readers = options_.readers ? options_.readers : repo_.target().read_concurrency();
+    if (readers == 0) readers = std::max<size_t>(4, 2 * std::thread::hardware_concurrency());
     readers = std::min(readers, std::max<size_t>(1, jobs.size()));
     std::atomic<size_t> next{0};
     std::vector<std::thread> threads;

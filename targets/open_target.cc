@@ -18,7 +18,11 @@ std::unique_ptr<Target> open_target(const std::string& location, const TargetOpt
       if (const char* v = std::getenv(var); client.endpoint.empty() && v && *v) client.endpoint = v;
     }
     if (client.endpoint.empty()) client.endpoint = "https://s3.amazonaws.com";
-    s3::ResolvedCredentials creds = s3::resolve_credentials({.profile = options.profile, .region = options.region});
+    s3::ResolvedCredentials creds = s3::resolve_credentials({.access_key_id = options.access_key_id,
+                                                             .secret_access_key = options.secret_access_key,
+                                                             .session_token = options.session_token,
+                                                             .profile = options.profile,
+                                                             .region = options.region});
     client.region = creds.region;
     client.virtual_hosted = options.virtual_hosted;
     client.http.ca_file = options.ca_file;

@@ -17,6 +17,9 @@ struct TargetOptions {
   std::string endpoint;
   std::string region;
   std::string profile;
+  std::string access_key_id;      // flags win over the environment and profiles
+  std::string secret_access_key;
+  std::string session_token;
   std::string ca_file;
   bool insecure_tls = false;
   bool virtual_hosted = false;

@@ -46,6 +46,9 @@ class Target {
   virtual std::string describe() const = 0;
   // Every part but the last must be at least this large (S3: 5 MiB).
   virtual uint64_t min_part_size() const { return 0; }
+  // Ranged reads worth keeping in flight: a remote store hides its latency
+  // behind many; 0 lets the caller size it by CPU cores.
+  virtual size_t read_concurrency() const { return 0; }
 
   virtual std::unique_ptr<Upload> start_upload(const std::string& key) = 0;
   // Whole-object put, atomic and durable when it returns.

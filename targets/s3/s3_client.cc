@@ -162,7 +162,13 @@ void S3Client::fail(const Request& r, const HttpResponse& response) const {
 }
 
 void S3Client::create_bucket(const std::string& bucket) {
-  Request r{"PUT", bucket, "", {}, {}, {}, {}};
+  // us-east-1 takes no location constraint (and Ceph refuses one naming it).
+  std::string body;
+  if (options_.region != "us-east-1" && !options_.region.empty()) {
+    body = "<CreateBucketConfiguration><LocationConstraint>" + xml_escape(options_.region) +
+           "</LocationConstraint></CreateBucketConfiguration>";
+  }
+  Request r{"PUT", bucket, "", {}, {}, as_bytes(body), {}};
   HttpResponse resp = execute(r);
   if (resp.status / 100 != 2 && s3_error_code(resp.body) != "BucketAlreadyOwnedByYou") fail(r, resp);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault-injecting HTTP/1.1 proxy for testing S3 client retries (Python 3 standard library only).
+r"""Fault-injecting HTTP/1.1 proxy for testing S3 client retries (Python 3 standard library only).
 
 Listens on a loopback address, forwards each request to a loopback upstream, and injects faults
 into chosen request/response exchanges according to a rule list:
@@ -42,8 +42,9 @@ import time
 from xml.sax.saxutils import escape
 
 MODES = ("503", "reset-request", "reset-response", "stall", "truncate")
-ERROR_CODES = {"SlowDown": "Please reduce your request rate.",
-               "ServiceUnavailable": "Service is unable to handle request."}
+# S3 error code -> (reason phrase, message) of the 503 answer
+ERROR_CODES = {"SlowDown": ("Slow Down", "Please reduce your request rate."),
+               "ServiceUnavailable": ("Service Unavailable", "Service is unable to handle request.")}
 MAX_HEAD_BYTES = 64 * 1024
 MAX_STALL_SECONDS = 120.0
 COPY_BLOCK = 64 * 1024
@@ -349,12 +350,13 @@ class Exchange:
 
         if mode == "503":
             request_id = f"faultproxy-{self.proxy.counts['requests']}"
-            message = ERROR_CODES[rule.code] + " (injected by fault_proxy)"
+            reason, message = ERROR_CODES[rule.code]
             # a client waiting for 100-continue never sends the body: answer and close
             close = expects_continue or client_closes
             if not expects_continue:
                 await relay_body(self.creader, Discard(), body)
-            self.cwriter.write(error_response(503, "Slow Down", rule.code, message,
+            self.cwriter.write(error_response(503, reason, rule.code,
+                                              f"{message} (injected by fault_proxy)",
                                               request.target, request_id, close))
             await flush(self.cwriter)
             if close:
@@ -473,7 +475,8 @@ def parse_address(text, what):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT (loopback; port 0: any)")
     ap.add_argument("--upstream", required=True, help="HOST:PORT of the server (loopback)")
     ap.add_argument("--rule", action="append", default=[], help="MODE[:KEY=VALUE,...]")
@@ -510,7 +513,7 @@ async def serve(args):
             f.write(f"{port}\n")
         os.replace(f"{args.port_file}.tmp", args.port_file)
     if args.verbose:
-        print(f"fault_proxy: 127.0.0.1:{port} -> {args.upstream[0]}:{args.upstream[1]}",
+        print(f"fault_proxy: {args.listen[0]}:{port} -> {args.upstream[0]}:{args.upstream[1]}",
               file=sys.stderr)
 
     stop = asyncio.Event()

@@ -5,7 +5,8 @@
 # test keys; no buckets (tests make their own). Objects live in RAM and vanish on stop.
 #
 #   tests/s3/rgw.sh start              # installs the Debian packages if missing, starts, prints env
-#   eval "$(tests/s3/rgw.sh env)"      # S3_ENDPOINT S3_ACCESS_KEY S3_SECRET_KEY S3_REGION [S3_TLS_ENDPOINT]
+#   eval "$(tests/s3/rgw.sh env)"      # S3_ENDPOINT S3_ACCESS_KEY S3_SECRET_KEY S3_REGION, and with
+#                                      # TLS S3_TLS_ENDPOINT S3_CA_FILE (see README.md)
 #   tests/s3/rgw.sh stop               # kills only the PIDs start recorded, removes $RGW_DIR
 #
 # Settings (environment): RGW_DIR (default /tmp/keel-rgw), RGW_PORT (18480), RGW_MON_PORT (RGW_PORT+1,
@@ -70,14 +71,18 @@ ensure_packages() {
   fi
   log "installing missing Debian packages: apt-get install -y --no-install-recommends ${missing[*]}"
   local install=(apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}")
+  local apt_log rc=0; apt_log=$(mktemp /tmp/keel-rgw-apt.XXXXXX)
   export DEBIAN_FRONTEND=noninteractive
-  if ! "${install[@]}" >"/tmp/keel-rgw-apt.$$.log" 2>&1; then
+  if ! "${install[@]}" >"$apt_log" 2>&1; then
     log "install failed; running apt-get update and retrying"
-    apt-get update -q >>"/tmp/keel-rgw-apt.$$.log" 2>&1 && "${install[@]}" >>"/tmp/keel-rgw-apt.$$.log" 2>&1 || {
-      tail -n 20 "/tmp/keel-rgw-apt.$$.log" >&2; rm -f "/tmp/keel-rgw-apt.$$.log"
-      log "error: apt-get install ${missing[*]} failed"; return 1; }
+    { apt-get update -q && "${install[@]}"; } >>"$apt_log" 2>&1 || rc=1
   fi
-  rm -f "/tmp/keel-rgw-apt.$$.log"
+  if ((rc)); then
+    tail -n 20 "$apt_log" >&2
+    log "error: apt-get install ${missing[*]} failed"
+  fi
+  rm -f "$apt_log"
+  return $rc
 }
 
 write_conf() { # fsid
@@ -119,7 +124,8 @@ osd_op_num_threads_per_shard = 2
 # the monitor's store lives on whatever disk /tmp is; never refuse writes over free space
 mon_data_avail_warn = 1
 mon_data_avail_crit = 0
-# every pool radosgw creates is a monitor proposal, batched for 1 s by default: start takes 4 s less
+# every pool radosgw creates is a monitor proposal, batched for 1 s by default: start takes about
+# 1 s instead of 13 s
 paxos_propose_interval = 0.01
 paxos_min_wait = 0.01
 [mon.a]

@@ -28,6 +28,7 @@ start_log=$RGW_DIR.start.log
 cleanup() {
   "$rgw" stop >>"$start_log" 2>&1 || { echo "with-rgw.sh: stopping RGW failed:" >&2; cat "$start_log" >&2; }
   rm -f "$start_log"
+  rmdir "$RGW_DIR" 2>/dev/null || true  # left empty when start refused before using it
 }
 trap cleanup EXIT
 trap 'exit 130' INT

@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# keel vs restic vs borg on the same data: a first backup, a backup after
+# mutate.py has changed ~5% of the bytes, and a full restore of the mutated
+# state, each timed (wall, CPU, peak RSS) with the repository size after it.
+# Every restore is checked against the source tree. See bench/README.md.
+set -euo pipefail
+
+bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo_root=$(dirname "$bench_dir")
+out_dir="$bench_dir/out"
+
+usage() {
+  cat <<EOF
+usage: bench/backup_compare.sh [options]
+  --size-gib N      dataset size in GiB (default 2)
+  --seed N          dataset seed for gen_dataset.py (default 1)
+  --tools LIST      comma-separated subset of keel,restic,borg (default: all three)
+  --repeat R        run everything R times and report medians (default 1)
+  --work DIR        scratch directory (default: a new one under \${TMPDIR:-/tmp});
+                    must be empty or absent; removed at the end unless --keep
+  --keel PATH       keel binary (default: \$KEEL_BIN or build/cli/keel)
+  --keep            keep the scratch directory (dataset, repositories)
+  --smoke           a ~40 MiB dataset, one repetition, for CI: fails on any
+                    command failure or restore mismatch; tools that are not
+                    installed are skipped
+  -h, --help        this text
+Writes the table to stdout and to bench/out/backup_compare.md
+(bench/out/backup_compare_smoke.md with --smoke); command logs go to bench/out/logs/.
+EOF
+}
+
+die() { echo "backup_compare.sh: $*" >&2; exit 1; }
+
+size_gib=2 seed=1 tools="" repeat=1 work="" keep=0 smoke=0
+keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
+while (($#)); do
+  case $1 in
+    --size-gib) size_gib=${2:?--size-gib needs a value}; shift 2 ;;
+    --seed) seed=${2:?--seed needs a value}; shift 2 ;;
+    --tools) tools=${2:?--tools needs a value}; shift 2 ;;
+    --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
+    --work) work=${2:?--work needs a value}; shift 2 ;;
+    --keel) keel_bin=${2:?--keel needs a value}; shift 2 ;;
+    --keep) keep=1; shift ;;
+    --smoke) smoke=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer, not '$repeat'"
+
+report_name=backup_compare
+if ((smoke)); then
+  size_gib=0.0390625  # 40 MiB
+  repeat=1
+  report_name=backup_compare_smoke
+fi
+
+# --- tools ----------------------------------------------------------------
+tool_available() {
+  case $1 in
+    keel) [[ -x $keel_bin ]] ;;
+    restic|borg) command -v "$1" >/dev/null ;;
+    *) die "unknown tool '$1' (known: keel, restic, borg)" ;;
+  esac
+}
+
+tool_version() {
+  case $1 in
+    keel) "$keel_bin" --version ;;
+    restic) restic version | cut -d' ' -f1-2 ;;
+    borg) borg --version ;;
+  esac
+}
+
+selected=()
+if [[ -n $tools ]]; then
+  # Named explicitly: every one must be there.
+  IFS=, read -ra selected <<<"$tools"
+  for tool in "${selected[@]}"; do
+    tool_available "$tool" || die "$tool is not available (keel: build it or pass --keel PATH)"
+  done
+else
+  tool_available keel ||
+    die "no keel binary at $keel_bin: build it (scripts/build.sh) or pass --keel PATH"
+  selected=(keel)
+  for tool in restic borg; do
+    if tool_available "$tool"; then
+      selected+=("$tool")
+    else
+      echo "skipping $tool: not installed (Debian package '${tool/borg/borgbackup}')" >&2
+    fi
+  done
+fi
+tools=$(IFS=,; echo "${selected[*]}")
+[[ ! -x $keel_bin ]] || keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+
+# --- scratch space ----------------------------------------------------------
+if [[ -z $work ]]; then
+  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-bench.XXXXXX")
+else
+  [[ ! -e $work || -z $(ls -A "$work") ]] || die "--work $work is not empty"
+  mkdir -p "$work"
+  work=$(cd "$work" && pwd)
+fi
+cleanup() {
+  if ((keep)); then
+    echo "kept scratch directory $work"
+  elif [[ -n $work && $work != / && -d $work ]]; then
+    rm -rf -- "$work"
+  fi
+}
+trap cleanup EXIT
+
+mkdir -p "$out_dir/logs"
+rm -f "$out_dir"/logs/*.log
+data="$work/data"
+records="$work/records.jsonl"
+verify="$work/verify.txt"
+: >"$records"
+: >"$verify"
+
+# Each tool keeps its repository, local cache (keel: the catalog) and restore
+# target under $work/TOOL; the variables are disjoint, so all can be exported.
+export KEEL_PASSWORD=bench RESTIC_PASSWORD=bench BORG_PASSPHRASE=bench
+export XDG_DATA_HOME="$work/keel/cache" RESTIC_CACHE_DIR="$work/restic/cache"
+export BORG_BASE_DIR="$work/borg/cache"
+
+tool_init() {
+  local repo="$work/$1/repo"
+  case $1 in
+    keel) "$keel_bin" init --repo "$repo" ;;
+    restic) restic --repo "$repo" init ;;
+    borg) borg init --encryption=repokey-blake2 "$repo" ;;
+  esac
+}
+
+# Runs one timed phase: measure REP PHASE TOOL DATA_BYTES [--cwd DIR] -- COMMAND...
+measure() {
+  local rep=$1 phase=$2 tool=$3 bytes=$4
+  shift 4
+  python3 "$bench_dir/measure.py" --records "$records" --rep "$rep" --phase "$phase" \
+    --tool "$tool" --data-bytes "$bytes" --repo "$work/$tool/repo" \
+    --cache "$work/$tool/cache" --log "$out_dir/logs/$rep-$tool-$phase.log" "$@" ||
+    die "$tool $phase failed (log: $out_dir/logs/$rep-$tool-$phase.log)"
+}
+
+# Times one backup: backup_phase REP PHASE TOOL DATA_BYTES (PHASE names borg's archive).
+backup_phase() {
+  local rep=$1 phase=$2 tool=$3 bytes=$4 repo="$work/$3/repo"
+  case $tool in
+    keel) measure "$rep" "$phase" keel "$bytes" -- \
+            "$keel_bin" backup --repo "$repo" "$data" --json ;;
+    restic) measure "$rep" "$phase" restic "$bytes" -- restic --repo "$repo" backup "$data" ;;
+    borg) measure "$rep" "$phase" borg "$bytes" -- \
+            borg create --compression zstd,3 "$repo::$phase" "$data" ;;
+  esac
+}
+
+# Times one full restore of the latest snapshot into $work/TOOL/restore.
+restore_phase() {
+  local rep=$1 tool=$2 bytes=$3 repo="$work/$2/repo" target="$work/$2/restore"
+  case $tool in
+    keel) measure "$rep" restore keel "$bytes" -- \
+            "$keel_bin" restore latest --repo "$repo" --target "$target" --json ;;
+    restic) measure "$rep" restore restic "$bytes" -- \
+            restic --repo "$repo" restore latest --target "$target" ;;
+    # borg extracts into the current directory, paths without the leading /.
+    borg) measure "$rep" restore borg "$bytes" --cwd "$target" -- \
+            borg extract "$repo::incremental" ;;
+  esac
+}
+
+data_bytes() { python3 "$bench_dir/tree_compare.py" stats "$data" | cut -d' ' -f2; }
+
+# --- the runs ---------------------------------------------------------------
+echo "tools: $tools; dataset ${size_gib} GiB, seed $seed; $repeat repetition(s); scratch $work"
+started=$SECONDS
+mismatches=0
+for ((rep = 1; rep <= repeat; rep++)); do
+  echo "== repetition $rep/$repeat"
+  rm -rf "$data" "$work"/{keel,restic,borg}
+  python3 "$bench_dir/gen_dataset.py" "$data" --size-gib "$size_gib" --seed "$seed"
+  bytes=$(data_bytes)
+
+  # Phases run tool after tool on the same data, in the same order every time.
+  for tool in "${selected[@]}"; do
+    mkdir -p "$work/$tool/cache" "$work/$tool/restore"
+    tool_init "$tool" >"$out_dir/logs/$rep-$tool-init.log" 2>&1 ||
+      die "$tool init failed (log: $out_dir/logs/$rep-$tool-init.log)"
+    backup_phase "$rep" initial "$tool" "$bytes"
+  done
+
+  python3 "$bench_dir/mutate.py" "$data" --seed $((seed + 1))
+  bytes=$(data_bytes)
+  python3 "$bench_dir/tree_compare.py" digest "$data" "$work/source.digest"
+
+  for tool in "${selected[@]}"; do
+    backup_phase "$rep" incremental "$tool" "$bytes"
+  done
+
+  for tool in "${selected[@]}"; do
+    restore_phase "$rep" "$tool" "$bytes"
+    target="$work/$tool/restore"
+    # All three restore the dataset at its full path under the target.
+    if python3 "$bench_dir/tree_compare.py" check "$work/source.digest" "$target$data" \
+        >"$work/check.txt"; then
+      result=OK
+    else
+      result=MISMATCH
+      mismatches=$((mismatches + 1))
+    fi
+    echo "  $tool restore: $(head -n 11 "$work/check.txt")"
+    echo "$rep $tool $result" >>"$verify"
+    rm -rf "$target"
+  done
+done
+
+# --- the report ---------------------------------------------------------------
+echo
+notes=("dataset: gen_dataset.py --size-gib $size_gib --seed $seed, then mutate.py --seed $((seed + 1)); $(python3 "$bench_dir/tree_compare.py" stats "$data" | awk '{printf "%d files, %.1f MiB after mutation", $1, $2 / 1048576}')"
+       "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(date -u +%Y-%m-%d)")
+for tool in "${selected[@]}"; do notes+=("$tool: $(tool_version "$tool")"); done
+note_args=()
+for note in "${notes[@]}"; do note_args+=(--note "$note"); done
+python3 "$bench_dir/report.py" --records "$records" --verify "$verify" --tools "$tools" \
+  --markdown "$out_dir/$report_name.md" "${note_args[@]}"
+echo "wrote $out_dir/$report_name.md in $((SECONDS - started)) s"
+
+((mismatches == 0)) || die "$mismatches restore(s) did not match the source"
