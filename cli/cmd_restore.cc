@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <chrono>
 #include <iostream>
 
@@ -10,7 +12,7 @@
 namespace keel::cli {
 
 int cmd_restore(App& app, const Args& args) {
-  std::string spec, target;
+  std::string spec, target, to_stdout, overwrite = "always";
   std::vector<std::string> includes;
   bool no_verify = false;
   size_t readers = 0;
@@ -19,7 +21,10 @@ int cmd_restore(App& app, const Args& args) {
   opts.add_options()
       ("snapshot", po::value(&spec), "snapshot id or 'latest', optionally :PATH")
       ("target,t", po::value(&target), "directory to restore into")
+      ("stdout", po::value(&to_stdout), "write this one file of the snapshot to standard output")
       ("include,i", po::value(&includes)->composing(), "restore only this path of the snapshot (repeatable)")
+      ("overwrite", po::value(&overwrite)->default_value(overwrite),
+       "existing files: always, if-changed (keep those already correct: resumes an interrupted restore), never")
       ("no-verify", po::bool_switch(&no_verify), "skip the per-file checksum check")
       ("readers", po::value(&readers)->default_value(0), "ranged reads in flight (0: automatic)");
   po::positional_options_description pos;
@@ -27,7 +32,13 @@ int cmd_restore(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
   if (spec.empty()) throw Error(ErrorKind::kUsage, "which snapshot? give an id or 'latest'");
-  if (target.empty()) throw Error(ErrorKind::kUsage, "where to? give --target DIR");
+  if (!to_stdout.empty()) {
+    if (!target.empty()) throw Error(ErrorKind::kUsage, "give --target or --stdout, not both");
+    auto repo = app.open_repository();
+    engine::stream_file(*repo, repo->find_snapshot(spec), to_stdout, STDOUT_FILENO);
+    return 0;
+  }
+  if (target.empty()) throw Error(ErrorKind::kUsage, "where to? give --target DIR (or --stdout PATH)");
 
   engine::RestoreOptions options;
   options.target_dir = target;
@@ -41,6 +52,15 @@ int cmd_restore(App& app, const Args& args) {
     options.includes.push_back(inc);
   }
   options.verify = !no_verify;
+  if (overwrite == "always") {
+    options.overwrite = engine::Overwrite::kAlways;
+  } else if (overwrite == "if-changed") {
+    options.overwrite = engine::Overwrite::kIfChanged;
+  } else if (overwrite == "never") {
+    options.overwrite = engine::Overwrite::kNever;
+  } else {
+    throw Error(ErrorKind::kUsage, "--overwrite must be always, if-changed or never");
+  }
   options.readers = readers;
   options.cancel = &App::cancel;
 
@@ -72,6 +92,7 @@ int cmd_restore(App& app, const Args& args) {
         .field("files", result.files)
         .field("dirs", result.dirs)
         .field("bytes", result.bytes)
+        .field("files_kept", result.files_kept)
         .field("seconds", seconds)
         .field("verified", options.verify);
     j.key("failures").begin_array();

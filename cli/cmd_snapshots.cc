@@ -1,3 +1,5 @@
+#include <fnmatch.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -118,6 +120,54 @@ int cmd_ls(App& app, const Args& args) {
   j.end_array();
   if (app.global.json) std::cout << j.str() << "\n";
   return 0;
+}
+
+int cmd_find(App& app, const Args& args) {
+  std::string pattern, snapshot;
+  po::options_description opts(
+      "keel find PATTERN: find files in snapshots (from the catalog). A PATTERN with '/' matches the whole "
+      "path, otherwise the name; shell globs");
+  opts.add_options()
+      ("pattern", po::value(&pattern), "glob, e.g. '*.conf' or '/etc/*/nginx.conf'")
+      ("snapshot", po::value(&snapshot), "search only this snapshot (id or 'latest'); default: all");
+  po::positional_options_description pos;
+  pos.add("pattern", 1);
+  po::variables_map vm;
+  if (!app.parse(args, opts, pos, vm)) return 0;
+  if (pattern.empty()) throw Error(ErrorKind::kUsage, "find needs a PATTERN");
+  auto repo = app.open_repository();
+  std::vector<catalog::SnapshotRecord> snaps;
+  if (snapshot.empty()) {
+    snaps = repo->catalog().list_snapshots();
+  } else {
+    snaps.push_back(repo->find_snapshot(snapshot));
+  }
+  bool whole_path = pattern.find('/') != std::string::npos;
+  Json j;
+  j.begin_array();
+  uint64_t hits = 0;
+  for (const auto& snap : snaps) {
+    engine::walk_snapshot(*repo, snap, "/", [&](const std::string& path, const engine::TreeEntry& e) {
+      const std::string& subject = whole_path ? path : e.meta.name;
+      if (::fnmatch(pattern.c_str(), subject.c_str(), whole_path ? FNM_PATHNAME : 0) != 0) return;
+      ++hits;
+      if (app.global.json) {
+        j.begin_object()
+            .field("snapshot", snap.id.hex())
+            .field("path", path)
+            .field("type", engine::node_type_name(e.meta.type))
+            .field("size", e.meta.size)
+            .field("mtime", iso_time(e.meta.mtime_ns))
+            .end_object();
+      } else {
+        std::printf("%s  %s  %10s  %s\n", snap.id.short_hex().c_str(), local_time(snap.time_ns).c_str(),
+                    human_bytes(e.meta.size).c_str(), path.c_str());
+      }
+    });
+  }
+  j.end_array();
+  if (app.global.json) std::cout << j.str() << "\n";
+  return hits > 0 ? 0 : static_cast<int>(ErrorKind::kNotFound);
 }
 
 }  // namespace keel::cli

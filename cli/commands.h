@@ -15,6 +15,7 @@ int cmd_init(App& app, const Args& args);
 int cmd_backup(App& app, const Args& args);
 int cmd_snapshots(App& app, const Args& args);
 int cmd_ls(App& app, const Args& args);
+int cmd_find(App& app, const Args& args);
 int cmd_restore(App& app, const Args& args);
 int cmd_check(App& app, const Args& args);
 int cmd_key(App& app, const Args& args);

@@ -20,7 +20,7 @@ void on_signal(int sig) {
 
 const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"init", keel::cli::cmd_init},       {"backup", keel::cli::cmd_backup}, {"snapshots", keel::cli::cmd_snapshots},
-    {"ls", keel::cli::cmd_ls},           {"restore", keel::cli::cmd_restore}, {"check", keel::cli::cmd_check},
+    {"ls", keel::cli::cmd_ls},           {"find", keel::cli::cmd_find},           {"restore", keel::cli::cmd_restore}, {"check", keel::cli::cmd_check},
     {"key", keel::cli::cmd_key},         {"catalog", keel::cli::cmd_catalog},
 };
 
@@ -31,6 +31,7 @@ void usage(std::ostream& out) {
          "  backup      store a snapshot of files, directories or stdin\n"
          "  snapshots   list snapshots\n"
          "  ls          list files in a snapshot\n"
+         "  find        find files by name or path in all snapshots\n"
          "  restore     restore a snapshot, a subtree or one file\n"
          "  check       verify the repository (--read-data: every byte)\n"
          "  key         list, add or remove passwords\n"

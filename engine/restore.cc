@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -201,6 +203,32 @@ class RestoreRun {
     return static_cast<double>(h % 1000000) < options_.sample * 1000000.0;
   }
 
+  // Whether the file already at `path` stays, per options_.overwrite.
+  bool keep_existing(const TreeEntry& e, const std::string& path) {
+    if (options_.overwrite == Overwrite::kAlways) return false;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return false;
+    if (options_.overwrite == Overwrite::kNever) return true;
+    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != e.meta.size) return false;
+    try {
+      return hash_file(path) == e.file_hash;
+    } catch (const Error&) {
+      return false;  // unreadable: restore it over
+    }
+  }
+
+  static Hash128 hash_file(const std::string& path) {
+    UniqueFd fd = open_or_throw(path, O_RDONLY | O_NOFOLLOW);
+    Xxh3Stream hash;
+    Bytes buf(1 << 20);
+    for (;;) {
+      size_t n = read_full(fd.get(), buf, "read " + path);
+      if (n == 0) break;
+      hash.update(ByteView(buf.data(), n));
+    }
+    return hash.digest();
+  }
+
   void plan_file(const TreeEntry& e, const std::string& disk_path) {
     if (!sampled(disk_path)) return;
     if (e.meta.nlink > 1 && !options_.verify_only) {
@@ -210,6 +238,14 @@ class RestoreRun {
         hardlinks_[it->second].push_back(disk_path);
         return;
       }
+    }
+    if (!options_.verify_only && keep_existing(e, disk_path)) {
+      ++result_.files_kept;
+      ++result_.files;
+      result_.bytes += e.meta.size;
+      ++progress_.files_done;
+      meta_items_.emplace_back(disk_path, &e);
+      return;
     }
     if (!options_.verify_only) {
       ::unlink(disk_path.c_str());
@@ -241,7 +277,8 @@ class RestoreRun {
     if (data == 0) finish_file(*raw);
   }
 
-  // Groups needed blobs by pack and coalesces neighbours into ranged reads.
+  // Groups needed blobs by pack, coalesces neighbours into ranged reads and
+  // orders the reads.
   std::vector<ReadJob> make_jobs() {
     std::vector<BlobNeed*> needs;
     needs.reserve(needs_.size());
@@ -275,7 +312,23 @@ class RestoreRun {
       }
       jobs.push_back({need->loc.pack, b.offset, b.stored_length, {need}});
     }
-    return jobs;
+    // First what lets files finish early: small files and the first bytes
+    // of large ones (lowest offset in a file, then smallest file), so a user
+    // watching sees files appear at once and a drill's first file is fast.
+    auto urgency = [](const ReadJob& job) {
+      std::pair<uint64_t, uint64_t> best{UINT64_MAX, UINT64_MAX};
+      for (const BlobNeed* need : job.blobs) {
+        for (const Destination& d : need->destinations) best = std::min(best, {d.offset, d.file->entry->meta.size});
+      }
+      return best;
+    };
+    std::vector<std::pair<std::pair<uint64_t, uint64_t>, size_t>> order;
+    for (size_t i = 0; i < jobs.size(); ++i) order.emplace_back(urgency(jobs[i]), i);
+    std::stable_sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    std::vector<ReadJob> sorted;
+    sorted.reserve(jobs.size());
+    for (auto& [key, i] : order) sorted.push_back(std::move(jobs[i]));
+    return sorted;
   }
 
   void fetch_all() {
@@ -372,17 +425,9 @@ class RestoreRun {
   void finish_file_checks(FileTask& file) {
     if (file.failed || !options_.verify || options_.verify_only) return;
     try {
-      UniqueFd fd = open_or_throw(file.path, O_RDONLY | O_NOFOLLOW);
-      Xxh3Stream hash;
-      Bytes buf(1 << 20);
-      uint64_t total = 0;
-      for (;;) {
-        size_t n = read_full(fd.get(), buf, "verify " + file.path);
-        if (n == 0) break;
-        hash.update(ByteView(buf.data(), n));
-        total += n;
-      }
-      if (total != file.entry->meta.size || hash.digest() != file.entry->file_hash) {
+      struct stat st;
+      if (::stat(file.path.c_str(), &st) != 0) throw_errno("stat " + file.path, errno);
+      if (static_cast<uint64_t>(st.st_size) != file.entry->meta.size || hash_file(file.path) != file.entry->file_hash) {
         throw Error(ErrorKind::kIntegrity, "restored content does not match the snapshot's checksum");
       }
     } catch (const Error& e) {
@@ -467,6 +512,53 @@ void walk_snapshot(Repository& repo, const catalog::SnapshotRecord& snapshot, co
     }
     for (const TreeEntry& e : tree.entries) fn(join(dir, e.meta.name), e);
   }
+}
+
+uint64_t stream_file(Repository& repo, const catalog::SnapshotRecord& snapshot, const std::string& path, int fd,
+                     size_t prefetch) {
+  TreeEntry entry = find_entry(repo, snapshot, path);
+  if (entry.meta.type != NodeType::kFile) {
+    throw Error(ErrorKind::kUsage, path + " is a " + node_type_name(entry.meta.type) + ", not a file, in snapshot " +
+                                       snapshot.id.short_hex());
+  }
+  const std::vector<ContentRef>& refs = entry.content;
+  std::deque<std::future<Bytes>> inflight;
+  size_t next = 0;
+  auto launch = [&] {
+    while (inflight.size() < std::max<size_t>(1, prefetch) && next < refs.size()) {
+      const ContentRef& ref = refs[next++];
+      if (ref.hole) {
+        inflight.push_back(std::async(std::launch::deferred, [] { return Bytes(); }));
+      } else {
+        inflight.push_back(std::async(std::launch::async, [&repo, id = ref.chunk] { return repo.read_blob(id); }));
+      }
+    }
+  };
+  Xxh3Stream hash;
+  uint64_t written = 0;
+  static const Bytes kZeros(1 << 20);
+  for (size_t i = 0; i < refs.size(); ++i) {
+    launch();
+    Bytes data = inflight.front().get();
+    inflight.pop_front();
+    if (refs[i].hole) {
+      for (uint64_t left = refs[i].length; left > 0;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(left, kZeros.size()));
+        write_all(fd, ByteView(kZeros.data(), n), "write " + path + " to output");
+        left -= n;
+      }
+      hash.update_zeros(refs[i].length);
+    } else {
+      write_all(fd, data, "write " + path + " to output");
+      hash.update(data);
+    }
+    written += refs[i].length;
+  }
+  if (written != entry.meta.size || hash.digest() != entry.file_hash) {
+    throw Error(ErrorKind::kIntegrity, path + " in snapshot " + snapshot.id.short_hex() +
+                                           ": streamed content does not match its checksum");
+  }
+  return written;
 }
 
 RestoreResult run_restore(Repository& repo, const catalog::SnapshotRecord& snapshot, const RestoreOptions& options,

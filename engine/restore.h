@@ -21,8 +21,17 @@
 
 namespace keel::engine {
 
+// What to do with a file that already exists at its destination.
+enum class Overwrite {
+  kAlways,     // replace it
+  kIfChanged,  // keep it if its size and XXH3-128 match the snapshot: a restore
+               // that was interrupted resumes without fetching again
+  kNever,      // keep whatever is there
+};
+
 struct RestoreOptions {
   std::string target_dir;
+  Overwrite overwrite = Overwrite::kAlways;
   // Restore the contents of this path of the snapshot into target_dir
   // (a file lands as target_dir/<name>). Empty: the whole snapshot.
   std::string subpath;
@@ -60,6 +69,7 @@ struct RestoreFailure {
 
 struct RestoreResult {
   uint64_t files = 0;
+  uint64_t files_kept = 0;  // already present and correct (if-changed) or kept (never)
   uint64_t dirs = 0;
   uint64_t bytes = 0;
   std::vector<RestoreFailure> failures;
@@ -67,6 +77,13 @@ struct RestoreResult {
 
 RestoreResult run_restore(Repository& repo, const catalog::SnapshotRecord& snapshot, const RestoreOptions& options,
                           RestoreProgress& progress);
+
+// Writes one file of a snapshot to `fd` in order (a pipe is fine), keeping
+// `prefetch` chunk reads in flight, and checks its XXH3-128 at the end.
+// Returns the bytes written. Throws Error(kIntegrity) if the content does not
+// match, kNotFound if `path` is missing, kUsage if it is not a file.
+uint64_t stream_file(Repository& repo, const catalog::SnapshotRecord& snapshot, const std::string& path, int fd,
+                     size_t prefetch = 8);
 
 // Walks a snapshot's trees depth-first from `start` ("/" for the root),
 // calling `fn` with each entry's path (`start` excluded).
