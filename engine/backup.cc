@@ -51,9 +51,13 @@ class ReadBufferPool {
 
  private:
   void put(uint8_t* p) {
+    std::unique_ptr<uint8_t[]> buf(p);
     std::lock_guard lock(mu_);
-    free_.emplace_back(p);
+    if (free_.size() < kMaxFree) free_.push_back(std::move(buf));
   }
+
+  // Enough for the walker's steady state; more would only hold memory.
+  static constexpr size_t kMaxFree = 3;
 
   size_t size_;
   std::mutex mu_;

@@ -154,7 +154,7 @@ Bytes PackWriter::take_buffer() {
 
 void PackWriter::recycle(Bytes&& buffer) {
   std::lock_guard lock(free_mu_);
-  if (free_buffers_.size() < 8) free_buffers_.push_back(std::move(buffer));
+  if (free_buffers_.size() < 2) free_buffers_.push_back(std::move(buffer));
 }
 
 void PackWriter::start_pack() {
