@@ -13,49 +13,17 @@
 #include <memory>
 
 #include "util/error.h"
+#include "util/openssl.h"
 
 namespace keel::engine {
 
 namespace {
 
-// The newest OpenSSL error queue entry, for messages; clears the queue.
-std::string openssl_reason() {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "no OpenSSL error recorded";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof text);
-  return text;
-}
-
-[[noreturn]] void throw_openssl(const std::string& operation) {
-  throw Error(ErrorKind::kFailure, operation + " failed: " + openssl_reason());
-}
-
-struct CipherCtxFree {
-  void operator()(EVP_CIPHER_CTX* ctx) const { EVP_CIPHER_CTX_free(ctx); }
-};
-struct CipherFree {
-  void operator()(EVP_CIPHER* cipher) const { EVP_CIPHER_free(cipher); }
-};
-struct MacCtxFree {
-  void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
-};
-struct MacFree {
-  void operator()(EVP_MAC* mac) const { EVP_MAC_free(mac); }
-};
-struct KdfFree {
-  void operator()(EVP_KDF* kdf) const { EVP_KDF_free(kdf); }
-};
-struct KdfCtxFree {
-  void operator()(EVP_KDF_CTX* ctx) const { EVP_KDF_CTX_free(ctx); }
-};
-
 // EVP update calls take int lengths; larger inputs are fed in slices.
 constexpr size_t kMaxUpdate = size_t{1} << 30;
 
 const EVP_CIPHER* aes_256_gcm() {
-  static const std::unique_ptr<EVP_CIPHER, CipherFree> cipher(EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr));
+  static const CipherPtr cipher(EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr));
   if (!cipher) throw_openssl("fetching AES-256-GCM");
   return cipher.get();
 }
@@ -64,8 +32,8 @@ const EVP_CIPHER* aes_256_gcm() {
 // nonce on a context that already holds the cipher avoids an allocation and a
 // provider lookup per chunk.
 EVP_CIPHER_CTX* gcm_context(const Key256& key, const uint8_t* nonce, bool encrypt) {
-  thread_local const std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx = [] {
-    std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> fresh(EVP_CIPHER_CTX_new());
+  thread_local const CipherCtxPtr ctx = [] {
+    CipherCtxPtr fresh(EVP_CIPHER_CTX_new());
     if (!fresh || EVP_CipherInit_ex2(fresh.get(), aes_256_gcm(), nullptr, nullptr, 1, nullptr) != 1) {
       throw_openssl("creating an AES-256-GCM context");
     }
@@ -150,14 +118,14 @@ Id keyed_id(const Key256& key, ByteView data) {
   // EVP_MAC_init without a key restarts from the cached inner and outer pads
   // instead of fetching the MAC and hashing the key again for every chunk.
   struct KeyedMac {
-    std::unique_ptr<EVP_MAC_CTX, MacCtxFree> ctx;
+    MacCtxPtr ctx;
     Key256 key{};
     bool keyed = false;
   };
   thread_local KeyedMac mac = [] {
-    const std::unique_ptr<EVP_MAC, MacFree> hmac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
+    const MacPtr hmac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
     if (!hmac) throw_openssl("fetching HMAC");
-    KeyedMac fresh{std::unique_ptr<EVP_MAC_CTX, MacCtxFree>(EVP_MAC_CTX_new(hmac.get()))};
+    KeyedMac fresh{MacCtxPtr(EVP_MAC_CTX_new(hmac.get()))};
     if (!fresh.ctx) throw_openssl("creating an HMAC context");
     return fresh;
   }();
@@ -206,9 +174,9 @@ Key256 derive_key(std::string_view password, ByteView salt, const ScryptParams& 
   }
   uint64_t max_memory = static_cast<uint64_t>(needed) + (1u << 20);
 
-  const std::unique_ptr<EVP_KDF, KdfFree> kdf(EVP_KDF_fetch(nullptr, "SCRYPT", nullptr));
+  const KdfPtr kdf(EVP_KDF_fetch(nullptr, "SCRYPT", nullptr));
   if (!kdf) throw_openssl("fetching scrypt");
-  const std::unique_ptr<EVP_KDF_CTX, KdfCtxFree> ctx(EVP_KDF_CTX_new(kdf.get()));
+  const KdfCtxPtr ctx(EVP_KDF_CTX_new(kdf.get()));
   if (!ctx) throw_openssl("creating a scrypt context");
 
   uint64_t n = params.n;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "util/error.h"
+#include "util/openssl.h"
 
 namespace keel::targets::s3 {
 
@@ -20,41 +21,20 @@ constexpr std::string_view kService = "s3";
 constexpr std::string_view kScopeTerminator = "aws4_request";
 constexpr int kMaxPresignSeconds = 7 * 24 * 3600;  // S3 rejects longer X-Amz-Expires
 
-struct MdFree {
-  void operator()(EVP_MD* md) const { EVP_MD_free(md); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
-struct MacFree {
-  void operator()(EVP_MAC* mac) const { EVP_MAC_free(mac); }
-};
-struct MacCtxFree {
-  void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
-};
-
-[[noreturn]] void throw_openssl(const std::string& operation) {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  char reason[256] = "no OpenSSL error recorded";
-  if (code != 0) ERR_error_string_n(code, reason, sizeof reason);
-  throw Error(ErrorKind::kFailure, "SigV4: " + operation + " failed: " + reason);
-}
-
 const EVP_MD* sha256_md() {
-  static const std::unique_ptr<EVP_MD, MdFree> md(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+  static const MdPtr md(EVP_MD_fetch(nullptr, "SHA256", nullptr));
   if (!md) throw_openssl("fetching SHA-256");
   return md.get();
 }
 
 EVP_MAC* hmac_mac() {
-  static const std::unique_ptr<EVP_MAC, MacFree> mac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
+  static const MacPtr mac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
   if (!mac) throw_openssl("fetching HMAC");
   return mac.get();
 }
 
 std::array<uint8_t, 32> hmac_sha256(ByteView key, std::string_view message) {
-  const std::unique_ptr<EVP_MAC_CTX, MacCtxFree> ctx(EVP_MAC_CTX_new(hmac_mac()));
+  const MacCtxPtr ctx(EVP_MAC_CTX_new(hmac_mac()));
   if (!ctx) throw_openssl("creating an HMAC context");
   char digest[] = "SHA256";
   const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
@@ -259,7 +239,7 @@ std::string canonical_query_string(const NameValues& query) {
 }
 
 std::string sha256_hex(ByteView data) {
-  const std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
+  const MdCtxPtr ctx(EVP_MD_CTX_new());
   if (!ctx) throw_openssl("creating a SHA-256 context");
   std::array<uint8_t, 32> digest;
   unsigned int written = 0;
