@@ -26,7 +26,7 @@ int cmd_restore(App& app, const Args& args) {
       ("overwrite", po::value(&overwrite)->default_value(overwrite),
        "existing files: always, if-changed (keep those already correct: resumes an interrupted restore), never")
       ("no-verify", po::bool_switch(&no_verify), "skip the per-file checksum check")
-      ("readers", po::value(&readers)->default_value(0), "ranged reads in flight (0: automatic)");
+      ("readers", po::value(&readers)->default_value(0), "ranged reads in flight (0: adaptive)");
   po::positional_options_description pos;
   pos.add("snapshot", 1);
   po::variables_map vm;
@@ -93,6 +93,7 @@ int cmd_restore(App& app, const Args& args) {
         .field("dirs", result.dirs)
         .field("bytes", result.bytes)
         .field("files_kept", result.files_kept)
+        .field("peak_readers", static_cast<uint64_t>(result.peak_readers))
         .field("seconds", seconds)
         .field("verified", options.verify);
     j.key("failures").begin_array();

@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "engine/adaptive_limit.h"
 #include "engine/blob_codec.h"
 #include "engine/crypto.h"
 #include "engine/pack.h"
@@ -333,27 +334,39 @@ class RestoreRun {
 
   void fetch_all() {
     std::vector<ReadJob> jobs = make_jobs();
-    size_t readers = options_.readers ? options_.readers : repo_.target().read_concurrency();
-    if (readers == 0) readers = std::max<size_t>(4, 2 * std::thread::hardware_concurrency());
-    readers = std::min(readers, std::max<size_t>(1, jobs.size()));
+    // Fixed with --readers; otherwise adaptive, up to the target's taste.
+    size_t max_readers = options_.readers ? options_.readers : repo_.target().read_concurrency();
+    if (max_readers == 0) max_readers = std::max<size_t>(8, 4 * std::thread::hardware_concurrency());
+    max_readers = std::min(max_readers, std::max<size_t>(1, jobs.size()));
+    size_t initial = options_.readers ? max_readers : std::min<size_t>(4, max_readers);
+    AdaptiveLimit limit(initial, max_readers, [this] { return repo_.target().throttle_events(); });
     std::atomic<size_t> next{0};
     std::vector<std::thread> threads;
     std::exception_ptr cancelled;
     std::mutex cancel_mu;
-    for (size_t t = 0; t < readers; ++t) {
+    for (size_t t = 0; t < max_readers; ++t) {
       threads.emplace_back([&] {
         Bytes buf, raw, scratch;
-        for (size_t i = next++; i < jobs.size(); i = next++) {
+        for (;;) {
+          limit.acquire();
+          size_t i = next++;
+          if (i >= jobs.size()) {
+            limit.release(0);
+            return;
+          }
           if (options_.cancel && options_.cancel->load()) {
+            limit.release(0);
             std::lock_guard lock(cancel_mu);
             cancelled = std::make_exception_ptr(Error(ErrorKind::kInterrupted, "restore interrupted"));
             return;
           }
           run_job(jobs[i], buf, raw, scratch);
+          limit.release(jobs[i].length);
         }
       });
     }
     for (auto& t : threads) t.join();
+    result_.peak_readers = limit.peak_limit();
     if (cancelled) std::rethrow_exception(cancelled);
   }
 

@@ -45,7 +45,7 @@ struct RestoreOptions {
   // Restore only this fraction of the files, picked at random by `sample_seed`.
   double sample = 1.0;
   uint64_t sample_seed = 0;
-  size_t readers = 0;          // ranged reads in flight; 0: automatic
+  size_t readers = 0;          // ranged reads in flight; 0: adaptive
   uint64_t coalesce_gap = 1ull << 20;  // join reads whose gap is at most this
   uint64_t max_read = 16ull << 20;     // but never read more than this at once
   const std::atomic<bool>* cancel = nullptr;
@@ -69,7 +69,8 @@ struct RestoreFailure {
 
 struct RestoreResult {
   uint64_t files = 0;
-  uint64_t files_kept = 0;  // already present and correct (if-changed) or kept (never)
+  uint64_t files_kept = 0;
+  size_t peak_readers = 0;  // most ranged reads the adaptive limit allowed at once  // already present and correct (if-changed) or kept (never)
   uint64_t dirs = 0;
   uint64_t bytes = 0;
   std::vector<RestoreFailure> failures;

@@ -49,6 +49,9 @@ class Target {
   // Ranged reads worth keeping in flight: a remote store hides its latency
   // behind many; 0 lets the caller size it by CPU cores.
   virtual size_t read_concurrency() const { return 0; }
+  // A counter that grows whenever the target pushed back (S3: retried
+  // requests); readers back off when it moves.
+  virtual uint64_t throttle_events() const { return 0; }
 
   virtual std::unique_ptr<Upload> start_upload(const std::string& key) = 0;
   // Whole-object put, atomic and durable when it returns.

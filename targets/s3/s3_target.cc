@@ -71,7 +71,8 @@ class S3Target : public Target {
 
   std::string describe() const override { return "s3://" + bucket_ + "/" + prefix_; }
   uint64_t min_part_size() const override { return kMinPartSize; }
-  size_t read_concurrency() const override { return 16; }
+  size_t read_concurrency() const override { return 32; }
+  uint64_t throttle_events() const override { return client_.stats().retries; }
 
   std::unique_ptr<Upload> start_upload(const std::string& key) override {
     std::string full = prefix_ + key;
