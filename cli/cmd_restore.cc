@@ -12,7 +12,7 @@
 namespace keel::cli {
 
 int cmd_restore(App& app, const Args& args) {
-  std::string spec, target, to_stdout, overwrite = "always";
+  std::string spec, target, to_stdout, overwrite = "always", verify = "on";
   std::vector<std::string> includes;
   bool no_verify = false;
   size_t readers = 0;
@@ -25,7 +25,9 @@ int cmd_restore(App& app, const Args& args) {
       ("include,i", po::value(&includes)->composing(), "restore only this path of the snapshot (repeatable)")
       ("overwrite", po::value(&overwrite)->default_value(overwrite),
        "existing files: always, if-changed (keep those already correct: resumes an interrupted restore), never")
-      ("no-verify", po::bool_switch(&no_verify), "skip the per-file checksum check")
+      ("verify", po::value(&verify)->default_value(verify),
+       "check each file's checksum: on (read back), full (flush, then read back from disk), off")
+      ("no-verify", po::bool_switch(&no_verify), "same as --verify=off")
       ("readers", po::value(&readers)->default_value(0), "ranged reads in flight (0: adaptive)");
   po::positional_options_description pos;
   pos.add("snapshot", 1);
@@ -51,7 +53,9 @@ int cmd_restore(App& app, const Args& args) {
     while (inc.size() > 1 && inc.back() == '/') inc.pop_back();
     options.includes.push_back(inc);
   }
-  options.verify = !no_verify;
+  if (verify != "on" && verify != "off" && verify != "full") throw Error(ErrorKind::kUsage, "--verify must be on, full or off");
+  options.verify = !no_verify && verify != "off";
+  options.verify_from_disk = options.verify && verify == "full";
   if (overwrite == "always") {
     options.overwrite = engine::Overwrite::kAlways;
   } else if (overwrite == "if-changed") {

@@ -39,6 +39,7 @@ struct RestoreOptions {
   // restored, at their full path under target_dir.
   std::vector<std::string> includes;
   bool verify = true;          // check each restored file's XXH3-128
+  bool verify_from_disk = false;  // ... after flushing it and dropping it from the page cache
   // Fetch, decrypt, decompress and check every byte (each chunk must hash
   // back to its id) but write nothing: a drill that proves readability.
   bool verify_only = false;
