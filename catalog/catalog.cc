@@ -46,6 +46,14 @@ const std::vector<std::vector<std::string_view>> kMigrations = {
         " bytes_added INTEGER NOT NULL, chunks_added INTEGER NOT NULL, errors INTEGER NOT NULL,"
         " duration_ms INTEGER NOT NULL) WITHOUT ROWID",
     },
+    // 2: restore drill history (not part of the index: clear_index keeps it).
+    {
+        "CREATE TABLE drills(id INTEGER PRIMARY KEY, started_ns INTEGER NOT NULL, snapshot BLOB NOT NULL,"
+        " seconds REAL NOT NULL, first_file_seconds REAL NOT NULL, files INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+        " errors INTEGER NOT NULL, rto_seconds REAL, rpo_seconds REAL, rto_met INTEGER NOT NULL,"
+        " rpo_met INTEGER NOT NULL, rpo_seen_seconds REAL NOT NULL, verify_only INTEGER NOT NULL,"
+        " sample REAL NOT NULL, seed INTEGER NOT NULL, report_json TEXT NOT NULL)",
+    },
 };
 
 Bytes encode_strings(const std::vector<std::string>& strings) {
@@ -91,6 +99,46 @@ SnapshotRecord read_snapshot(Statement& s) {
   r.stats.chunks_added = s.column_uint64(13);
   r.stats.errors = s.column_uint64(14);
   r.stats.duration_ms = s.column_int64(15);
+  return r;
+}
+
+constexpr const char* kDrillColumns =
+    "started_ns, snapshot, seconds, first_file_seconds, files, bytes, errors, rto_seconds, rpo_seconds,"
+    " rto_met, rpo_met, rpo_seen_seconds, verify_only, sample, seed, report_json";
+
+void bind_optional(Statement& s, int index, const std::optional<double>& value) {
+  if (value) {
+    s.bind_double(index, *value);
+  } else {
+    s.bind_null(index);
+  }
+}
+
+std::optional<double> column_optional(Statement& s, int column) {
+  if (s.column_is_null(column)) return std::nullopt;
+  return s.column_double(column);
+}
+
+// Columns: id, then kDrillColumns.
+DrillRecord read_drill(Statement& s) {
+  DrillRecord r;
+  r.id = s.column_int64(0);
+  r.started_ns = s.column_int64(1);
+  r.snapshot = column_id(s, 2);
+  r.seconds = s.column_double(3);
+  r.first_file_seconds = s.column_double(4);
+  r.files = s.column_uint64(5);
+  r.bytes = s.column_uint64(6);
+  r.errors = s.column_uint64(7);
+  r.rto_seconds = column_optional(s, 8);
+  r.rpo_seconds = column_optional(s, 9);
+  r.rto_met = s.column_int64(10) != 0;
+  r.rpo_met = s.column_int64(11) != 0;
+  r.rpo_seen_seconds = s.column_double(12);
+  r.verify_only = s.column_int64(13) != 0;
+  r.sample = s.column_double(14);
+  r.seed = s.column_uint64(15);
+  r.report_json = s.column_text(16);
   return r;
 }
 
@@ -314,6 +362,38 @@ class SqliteCatalog final : public Catalog {
   void clear_index() override {
     // Blobs before packs: they reference them.
     in_transaction([&] { db_.exec("DELETE FROM blobs; DELETE FROM packs; DELETE FROM trees; DELETE FROM snapshots"); });
+  }
+
+  int64_t add_drill(const DrillRecord& r) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(std::string("INSERT INTO drills(") + kDrillColumns +
+                                ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+    s->bind_int64(1, r.started_ns);
+    s->bind_blob(2, r.snapshot.view());
+    s->bind_double(3, r.seconds);
+    s->bind_double(4, r.first_file_seconds);
+    s->bind_uint64(5, r.files);
+    s->bind_uint64(6, r.bytes);
+    s->bind_uint64(7, r.errors);
+    bind_optional(*s, 8, r.rto_seconds);
+    bind_optional(*s, 9, r.rpo_seconds);
+    s->bind_int64(10, r.rto_met);
+    s->bind_int64(11, r.rpo_met);
+    s->bind_double(12, r.rpo_seen_seconds);
+    s->bind_int64(13, r.verify_only);
+    s->bind_double(14, r.sample);
+    s->bind_uint64(15, r.seed);
+    s->bind_text(16, r.report_json);
+    s->step();
+    return s->column_int64(0);
+  }
+
+  std::vector<DrillRecord> list_drills() override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(std::string("SELECT id, ") + kDrillColumns + " FROM drills ORDER BY started_ns, id"));
+    std::vector<DrillRecord> drills;
+    while (s->step()) drills.push_back(read_drill(*s));
+    return drills;
   }
 
   void transaction(const std::function<void()>& fn) override { in_transaction(fn); }

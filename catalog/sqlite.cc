@@ -57,6 +57,10 @@ void Statement::bind_int64(int index, int64_t value) {
   if (sqlite3_bind_int64(stmt_, index, value) != SQLITE_OK) fail("bind");
 }
 
+void Statement::bind_double(int index, double value) {
+  if (sqlite3_bind_double(stmt_, index, value) != SQLITE_OK) fail("bind");
+}
+
 void Statement::bind_text(int index, std::string_view value) {
   if (sqlite3_bind_text(stmt_, index, value.data(), checked_length(value.size(), *db_, "bind"),
                         SQLITE_TRANSIENT) != SQLITE_OK) {
@@ -95,6 +99,8 @@ void Statement::run() {
 }
 
 int64_t Statement::column_int64(int column) { return sqlite3_column_int64(stmt_, column); }
+
+double Statement::column_double(int column) { return sqlite3_column_double(stmt_, column); }
 
 std::string Statement::column_text(int column) {
   const unsigned char* text = sqlite3_column_text(stmt_, column);

@@ -32,6 +32,7 @@ class Statement {
   void bind_int64(int index, int64_t value);
   // Stored as the int64 with the same bits, so every uint64 round-trips.
   void bind_uint64(int index, uint64_t value) { bind_int64(index, static_cast<int64_t>(value)); }
+  void bind_double(int index, double value);
   void bind_text(int index, std::string_view value);
   void bind_blob(int index, ByteView value);
   void bind_null(int index);
@@ -44,6 +45,7 @@ class Statement {
   // Columns are numbered from 0. A blob view lives until the next step or reset.
   int64_t column_int64(int column);
   uint64_t column_uint64(int column) { return static_cast<uint64_t>(column_int64(column)); }
+  double column_double(int column);
   std::string column_text(int column);
   ByteView column_blob(int column);
   bool column_is_null(int column);

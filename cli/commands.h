@@ -17,6 +17,8 @@ int cmd_snapshots(App& app, const Args& args);
 int cmd_ls(App& app, const Args& args);
 int cmd_find(App& app, const Args& args);
 int cmd_restore(App& app, const Args& args);
+int cmd_drill(App& app, const Args& args);
+int cmd_drills(App& app, const Args& args);
 int cmd_check(App& app, const Args& args);
 int cmd_key(App& app, const Args& args);
 int cmd_catalog(App& app, const Args& args);

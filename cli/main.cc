@@ -22,6 +22,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"init", keel::cli::cmd_init},       {"backup", keel::cli::cmd_backup}, {"snapshots", keel::cli::cmd_snapshots},
     {"ls", keel::cli::cmd_ls},           {"find", keel::cli::cmd_find},           {"restore", keel::cli::cmd_restore}, {"check", keel::cli::cmd_check},
     {"key", keel::cli::cmd_key},         {"catalog", keel::cli::cmd_catalog},
+    {"drill", keel::cli::cmd_drill},     {"drills", keel::cli::cmd_drills},
 };
 
 void usage(std::ostream& out) {
@@ -34,6 +35,8 @@ void usage(std::ostream& out) {
          "  find        find files by name or path in all snapshots\n"
          "  restore     restore a snapshot, a subtree or one file\n"
          "  check       verify the repository (--read-data: every byte)\n"
+         "  drill       restore drill: restore or verify a snapshot against RTO/RPO objectives\n"
+         "  drills      the history of restore drills\n"
          "  key         list, add or remove passwords\n"
          "  catalog     rebuild the local catalog from the repository\n\n"
          "Run 'keel COMMAND --help' for a command's options. Exit codes: docs/exit-codes.md\n";

@@ -169,7 +169,7 @@ class RestoreRun {
           return;
         }
         case NodeType::kFile:
-          plan_file(e, disk_path);
+          plan_file(e, snap_path, disk_path);
           return;
         case NodeType::kSymlink:
           ::unlink(disk_path.c_str());
@@ -237,8 +237,8 @@ class RestoreRun {
     return hash.digest();
   }
 
-  void plan_file(const TreeEntry& e, const std::string& disk_path) {
-    if (!sampled(disk_path)) return;
+  void plan_file(const TreeEntry& e, const std::string& snap_path, const std::string& disk_path) {
+    if (!sampled(snap_path)) return;
     if (e.meta.nlink > 1 && !options_.verify_only) {
       auto key = std::make_pair(e.meta.device, e.meta.inode);
       auto [it, first] = link_heads_.emplace(key, disk_path);

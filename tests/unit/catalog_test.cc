@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -77,6 +78,41 @@ void check_same(const SnapshotRecord& a, const SnapshotRecord& b) {
   CHECK(a.stats.duration_ms == b.stats.duration_ms);
 }
 
+DrillRecord make_drill(int64_t started_ns) {
+  DrillRecord d;
+  d.started_ns = started_ns;
+  d.snapshot = Id::random();
+  d.seconds = 12.5;
+  d.first_file_seconds = 0.25;
+  d.files = 40;
+  d.bytes = 1ull << 40;
+  d.errors = 0;
+  d.rpo_seen_seconds = 3600.5;
+  d.sample = 1.0;
+  d.seed = 42;
+  d.report_json = R"({"snapshot":"x"})";
+  return d;
+}
+
+void check_same(const DrillRecord& a, const DrillRecord& b) {
+  CHECK(a.started_ns == b.started_ns);
+  CHECK(a.snapshot == b.snapshot);
+  CHECK(a.seconds == b.seconds);
+  CHECK(a.first_file_seconds == b.first_file_seconds);
+  CHECK(a.files == b.files);
+  CHECK(a.bytes == b.bytes);
+  CHECK(a.errors == b.errors);
+  CHECK(a.rto_seconds == b.rto_seconds);
+  CHECK(a.rpo_seconds == b.rpo_seconds);
+  CHECK(a.rto_met == b.rto_met);
+  CHECK(a.rpo_met == b.rpo_met);
+  CHECK(a.rpo_seen_seconds == b.rpo_seen_seconds);
+  CHECK(a.verify_only == b.verify_only);
+  CHECK(a.sample == b.sample);
+  CHECK(a.seed == b.seed);
+  CHECK(a.report_json == b.report_json);
+}
+
 SnapshotRecord make_snapshot(int64_t time_ns) {
   SnapshotRecord s;
   s.id = Id::random();
@@ -97,16 +133,48 @@ TEST_CASE("catalog open creates its directory and migrates; reopen is idempotent
   {
     auto cat = Catalog::open(path);
     CHECK(std::filesystem::exists(path));
-    CHECK(cat->schema_version() == 1);
+    CHECK(cat->schema_version() == 2);
     PackRecord pack = make_pack();
     pack_id = pack.id;
     cat->add_pack(pack, {});
     cat->set_meta("repository", "r1");
   }
   auto cat = Catalog::open(path);
-  CHECK(cat->schema_version() == 1);
+  CHECK(cat->schema_version() == 2);
   CHECK(cat->has_pack(pack_id));
   CHECK(cat->get_meta("repository") == "r1");
+}
+
+TEST_CASE("catalog migrates a version 1 database to 2 and keeps its data", "[catalog]") {
+  TempDir dir;
+  std::string path = dir.file("catalog.db");
+  PackRecord pack = make_pack();
+  BlobRecord blob = make_blob(64);
+  SnapshotRecord snap = make_snapshot(7);
+  {
+    auto cat = Catalog::open(path);
+    cat->set_meta("repository", "r1");
+    cat->add_pack(pack, std::vector{blob});
+    cat->add_snapshot(snap);
+  }
+  {
+    // Version 1 is version 2 without the drills table.
+    Database db(path);
+    db.exec("DROP TABLE drills; PRAGMA user_version = 1");
+  }
+  auto cat = Catalog::open(path);
+  CHECK(cat->schema_version() == 2);
+  CHECK(cat->get_meta("repository") == "r1");
+  CHECK(cat->has_pack(pack.id));
+  auto found = cat->find_blob(blob.id);
+  REQUIRE(found.has_value());
+  check_same(found->blob, blob);
+  auto got = cat->get_snapshot(snap.id);
+  REQUIRE(got.has_value());
+  check_same(*got, snap);
+  CHECK(cat->list_drills().empty());
+  cat->add_drill(make_drill(1));
+  CHECK(cat->list_drills().size() == 1);
 }
 
 TEST_CASE("catalog refuses a schema newer than it knows", "[catalog]") {
@@ -327,7 +395,7 @@ TEST_CASE("catalog lists snapshots by time then id, and removes them", "[catalog
   CHECK_FALSE(cat->get_snapshot(expected[1].id).has_value());
 }
 
-TEST_CASE("catalog clear_index drops the index but keeps meta", "[catalog]") {
+TEST_CASE("catalog clear_index drops the index but keeps meta and drill history", "[catalog]") {
   TempDir dir;
   auto cat = Catalog::open(dir.file("catalog.db"));
   cat->set_meta("repository", "r1");
@@ -336,12 +404,52 @@ TEST_CASE("catalog clear_index drops the index but keeps meta", "[catalog]") {
   Id tree = Id::random();
   cat->put_tree(tree, as_bytes("tree"));
   cat->add_snapshot(make_snapshot(1));
+  DrillRecord drill = make_drill(1);
+  cat->add_drill(drill);
   cat->clear_index();
   CHECK(cat->blob_count() == 0);
   CHECK(cat->list_packs().empty());
   CHECK_FALSE(cat->get_tree(tree).has_value());
   CHECK(cat->list_snapshots().empty());
   CHECK(cat->get_meta("repository") == "r1");
+  auto drills = cat->list_drills();  // history
+  REQUIRE(drills.size() == 1);
+  check_same(drills[0], drill);
+}
+
+TEST_CASE("catalog drills round-trip every field and list oldest first", "[catalog]") {
+  TempDir dir;
+  auto cat = Catalog::open(dir.file("catalog.db"));
+  DrillRecord late = make_drill(300);
+  late.rto_seconds = 1800;
+  late.rpo_seconds = 86400.5;
+  late.rto_met = false;
+  late.rpo_met = false;
+  late.errors = 3;
+  late.first_file_seconds = -1;
+  late.verify_only = true;
+  late.sample = 0.1;
+  late.seed = UINT64_MAX;
+  late.rpo_seen_seconds = std::numeric_limits<double>::infinity();  // no complete snapshot
+  late.report_json = std::string("{\"path\":\"/odd\\n\u00e9\"}");
+  DrillRecord early = make_drill(100), middle = make_drill(200);
+
+  int64_t late_id = cat->add_drill(late);
+  int64_t early_id = cat->add_drill(early);
+  int64_t middle_id = cat->add_drill(middle);
+  CHECK(late_id != early_id);
+  CHECK(early_id != middle_id);
+
+  auto drills = cat->list_drills();
+  REQUIRE(drills.size() == 3);
+  CHECK(drills[0].id == early_id);
+  CHECK(drills[1].id == middle_id);
+  CHECK(drills[2].id == late_id);
+  check_same(drills[0], early);
+  check_same(drills[1], middle);
+  check_same(drills[2], late);
+  CHECK_FALSE(drills[0].rto_seconds.has_value());
+  CHECK_FALSE(drills[0].rpo_seconds.has_value());
 }
 
 TEST_CASE("catalog transaction rolls back everything when it throws", "[catalog]") {

@@ -1,0 +1,66 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "cli/parse.h"
+#include "util/error.h"
+
+using namespace keel;
+using keel::cli::parse_duration;
+using keel::cli::parse_fraction;
+using std::chrono::seconds;
+
+namespace {
+
+// The usage error's message, or "" if `fn` did not throw one.
+template <typename Fn>
+std::string usage_error(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.kind() == ErrorKind::kUsage ? e.what() : "wrong kind: " + std::string(e.what());
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("parse_duration reads s, m, h and d, alone and combined", "[cli][parse]") {
+  CHECK(parse_duration("0s", "--rto") == seconds(0));
+  CHECK(parse_duration("90s", "--rto") == seconds(90));
+  CHECK(parse_duration("30m", "--rto") == seconds(1800));
+  CHECK(parse_duration("1h30m", "--rto") == seconds(5400));
+  CHECK(parse_duration("2d", "--rto") == seconds(2 * 86400));
+  CHECK(parse_duration("1d2h3m4s", "--rto") == seconds(86400 + 7200 + 180 + 4));
+  CHECK(parse_duration("120m", "--rto") == seconds(7200));  // no carrying rules: any count per unit
+}
+
+TEST_CASE("parse_duration rejects what it cannot read, naming the option and value", "[cli][parse]") {
+  for (const char* bad : {"", "30", "1h30", "m", "1x", "1.5h", "-5m", "+5m", "30m1h", "1h1h", " 1h", "1h ", "1H"}) {
+    INFO(bad);
+    std::string message = usage_error([&] { parse_duration(bad, "--rto"); });
+    CHECK_THAT(message, Catch::Contains("--rto") && Catch::Contains(std::string("'") + bad + "'"));
+  }
+  CHECK_THAT(usage_error([] { parse_duration("30", "--rpo"); }), Catch::Contains("unit"));
+  CHECK_THAT(usage_error([] { parse_duration("99999999999999999999s", "--rpo"); }), Catch::Contains("too long"));
+  CHECK_THAT(usage_error([] { parse_duration("9999999999999999d", "--rpo"); }), Catch::Contains("too long"));
+}
+
+TEST_CASE("parse_fraction reads percentages and fractions in (0, 1]", "[cli][parse]") {
+  CHECK(parse_fraction("10%", "--sample") == Approx(0.1));
+  CHECK(parse_fraction("0.1", "--sample") == Approx(0.1));
+  CHECK(parse_fraction("100%", "--sample") == 1.0);
+  CHECK(parse_fraction("1", "--sample") == 1.0);
+  CHECK(parse_fraction("0.5%", "--sample") == Approx(0.005));
+  CHECK(parse_fraction("50%", "--sample") == parse_fraction("0.5", "--sample"));
+}
+
+TEST_CASE("parse_fraction rejects values outside (0, 1] and junk", "[cli][parse]") {
+  for (const char* bad : {"", "%", "0", "0%", "-10%", "150%", "2", "abc", "10 %", "10%%", "nan", "inf", "0.1x"}) {
+    INFO(bad);
+    CHECK_THAT(usage_error([&] { parse_fraction(bad, "--sample"); }),
+               Catch::Contains("--sample") && Catch::Contains(std::string("'") + bad + "'"));
+  }
+  CHECK_THAT(usage_error([] { parse_fraction("50", "--sample"); }), Catch::Contains("did you mean 50%?"));
+}
