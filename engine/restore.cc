@@ -70,7 +70,18 @@ struct FileTask {
   const TreeEntry* entry;
   std::atomic<uint64_t> remaining{0};  // data bytes not yet written
   std::atomic<bool> failed{false};
+  // Files with data are created by the reader that writes their first
+  // piece: creating inodes is slow on a busy filesystem, and the readers
+  // do it in parallel where the planner could only do it one by one.
+  std::once_flag created;
 };
+
+// Replaces whatever is at `path` with an empty file of `size` (sparse).
+void create_file(const std::string& path, uint64_t size) {
+  ::unlink(path.c_str());
+  UniqueFd fd = open_or_throw(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  if (size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) throw_errno("truncate " + path, errno);
+}
 
 struct Destination {
   FileTask* file;
@@ -255,13 +266,6 @@ class RestoreRun {
       meta_items_.emplace_back(disk_path, &e);
       return;
     }
-    if (!options_.verify_only) {
-      ::unlink(disk_path.c_str());
-      UniqueFd fd = open_or_throw(disk_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-      if (e.meta.size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(e.meta.size)) != 0) {
-        throw_errno("truncate " + disk_path, errno);
-      }
-    }
     auto task = std::make_unique<FileTask>();
     task->path = disk_path;
     task->entry = &e;
@@ -275,6 +279,7 @@ class RestoreRun {
       offset += ref.length;
     }
     task->remaining = data;
+    if (data == 0 && !options_.verify_only) create_file(disk_path, e.meta.size);
     progress_.bytes_total += e.meta.size;
     ++progress_.files_total;
     ++result_.files;
@@ -421,6 +426,7 @@ class RestoreRun {
       progress_.bytes_done += data.size();
     } else if (!file.failed) {
       try {
+        std::call_once(file.created, [&] { create_file(file.path, file.entry->meta.size); });
         UniqueFd fd = open_or_throw(file.path, O_WRONLY | O_NOFOLLOW);
         pwrite_all(fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
         progress_.bytes_done += data.size();
@@ -459,6 +465,8 @@ class RestoreRun {
 
   void apply_meta(const std::string& path, const NodeMeta& m) {
     const char* p = path.c_str();
+    struct stat st;
+    if (::lstat(p, &st) != 0) return;  // never created: its failure was already reported
     if (::geteuid() == 0 && ::lchown(p, m.uid, m.gid) != 0) fail(path, std::string("chown: ") + std::strerror(errno));
     for (const Xattr& x : m.xattrs) {
       if (::lsetxattr(p, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0 && errno != ENOTSUP &&
