@@ -12,7 +12,7 @@ PACKAGES=(
   catch2 libbenchmark-dev python3 attr time
   restic borgbackup
   # a real S3 server for the S3 tests: Ceph's RADOS Gateway (tests/s3/rgw.sh)
-  radosgw ceph-mon ceph-osd ceph-common
+  radosgw ceph-mon ceph-osd ceph-common awscli openssl
 )
 
 missing=()
