@@ -13,6 +13,7 @@
 #include "engine/chunker.h"
 #include "engine/compress.h"
 #include "engine/pack.h"
+#include "util/buffer_pool.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -28,41 +29,6 @@ constexpr size_t kReadSize = 8u << 20;
 bool all_zero(ByteView data) {
   return !data.empty() && data[0] == 0 && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
 }
-
-// Recycles the large read buffers: a fresh one costs a page fault per 4 KiB,
-// which was a tenth of a backup's CPU time.
-class ReadBufferPool {
- public:
-  explicit ReadBufferPool(size_t size) : size_(size) {}
-
-  std::shared_ptr<uint8_t[]> get() {
-    std::unique_ptr<uint8_t[]> buf;
-    {
-      std::lock_guard lock(mu_);
-      if (!free_.empty()) {
-        buf = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (!buf) buf.reset(new uint8_t[size_]);
-    return std::shared_ptr<uint8_t[]>(buf.release(), [this](uint8_t* p) { put(p); });
-  }
-  size_t size() const { return size_; }
-
- private:
-  void put(uint8_t* p) {
-    std::unique_ptr<uint8_t[]> buf(p);
-    std::lock_guard lock(mu_);
-    if (free_.size() < kMaxFree) free_.push_back(std::move(buf));
-  }
-
-  // Enough for the walker's steady state; more would only hold memory.
-  static constexpr size_t kMaxFree = 3;
-
-  size_t size_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<uint8_t[]>> free_;
-};
 
 // One chunk of a file whose id a worker has yet to fill in.
 struct PendingRef {
@@ -128,7 +94,9 @@ class BackupRun : public SourceSink {
         index_(repo.catalog()),
         chunk_budget_(options.memory_budget / 2),
         part_budget_(options.memory_budget / 2),
-        read_buffers_(std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2),
+        // Chunks in flight pin the buffers they lie in; two more for the walker.
+        read_buffers_(std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2,
+                      options.memory_budget / 2 / (std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2) + 2),
         uploads_(4, 16),
         data_packs_(repo.target(), repo.keys().data, catalog::BlobType::kData, pack_options(repo.config()), uploads_,
                     part_budget_, [this](auto& pack, auto& blobs) { repo_.catalog().add_pack(pack, blobs); }),
@@ -231,7 +199,7 @@ class BackupRun : public SourceSink {
   uint64_t read_file(const OpenFile& open, uint64_t size_hint, const std::shared_ptr<FileSlot>& file) {
     FileSlot& slot = *file;
     std::unique_ptr<FileReader> reader = open();
-    const size_t full = read_buffers_.size();
+    const size_t full = read_buffers_.buffer_size();
     // One byte more than the hint, so the end-of-file read needs no new buffer.
     size_t capacity = static_cast<size_t>(std::clamp<uint64_t>(size_hint + 1, 64 * 1024, full));
     Xxh3Stream hash;
@@ -392,7 +360,7 @@ class BackupRun : public SourceSink {
   BlobIndex index_;
   ByteBudget chunk_budget_;
   ByteBudget part_budget_;
-  ReadBufferPool read_buffers_;
+  BufferPool read_buffers_;
   TaskGroup work_;
   // Destroyed in reverse: chunk workers are joined first (their tasks use
   // the pack writers), then the pack writers wait for their uploads, and

@@ -20,6 +20,7 @@
 #include "engine/blob_codec.h"
 #include "engine/crypto.h"
 #include "engine/pack.h"
+#include "util/buffer_pool.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -352,13 +353,17 @@ class RestoreRun {
     max_readers = std::min(max_readers, std::max<size_t>(1, jobs.size()));
     size_t initial = options_.readers ? max_readers : std::min<size_t>(4, max_readers);
     AdaptiveLimit limit(initial, max_readers, [this] { return repo_.target().throttle_events(); });
+    // Reads in flight hold at most memory_budget bytes of buffers.
+    uint64_t biggest = options_.max_read;  // a single blob may exceed max_read
+    for (const ReadJob& job : jobs) biggest = std::max(biggest, job.length);
+    BufferPool buffers(biggest, options_.memory_budget / biggest);
     std::atomic<size_t> next{0};
     std::vector<std::thread> threads;
     std::exception_ptr cancelled;
     std::mutex cancel_mu;
     for (size_t t = 0; t < max_readers; ++t) {
       threads.emplace_back([&] {
-        Bytes buf, raw, scratch;
+        Bytes raw, scratch;
         for (;;) {
           limit.acquire();
           size_t i = next++;
@@ -372,7 +377,10 @@ class RestoreRun {
             cancelled = std::make_exception_ptr(Error(ErrorKind::kInterrupted, "restore interrupted"));
             return;
           }
-          run_job(jobs[i], buf, raw, scratch);
+          {
+            std::shared_ptr<uint8_t[]> buf = buffers.get();  // waits while the budget is spent
+            run_job(jobs[i], std::span<uint8_t>(buf.get(), jobs[i].length), raw, scratch);
+          }
           limit.release(jobs[i].length);
         }
       });
@@ -382,9 +390,8 @@ class RestoreRun {
     if (cancelled) std::rethrow_exception(cancelled);
   }
 
-  void run_job(const ReadJob& job, Bytes& buf, Bytes& raw, Bytes& scratch) {
+  void run_job(const ReadJob& job, std::span<uint8_t> buf, Bytes& raw, Bytes& scratch) {
     std::string where = "pack " + job.pack.short_hex() + " on " + repo_.target().describe();
-    buf.resize(job.length);
     try {
       size_t n = repo_.target().get_range(pack_key(job.pack), job.offset, buf);
       if (n != job.length) throw Error(ErrorKind::kIntegrity, where + ": shorter than the index says");

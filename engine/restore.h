@@ -49,6 +49,7 @@ struct RestoreOptions {
   size_t readers = 0;          // ranged reads in flight; 0: adaptive
   uint64_t coalesce_gap = 1ull << 20;  // join reads whose gap is at most this
   uint64_t max_read = 16ull << 20;     // but never read more than this at once
+  uint64_t memory_budget = 256ull << 20;  // bytes of reads in flight, at most
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -155,8 +156,27 @@ HttpResponse exchange(Stream& stream, beast::flat_buffer& buffer, const HttpRequ
     capacity = body_into->size();
   } else if (auto len = parser.content_length()) {
     response.body.resize(static_cast<size_t>(*len));
+    dst = response.body.data();
+    capacity = response.body.size();
   }
   size_t got = 0;
+  if (auto len = parser.content_length(); len && !parser.is_done()) {
+    // A sized body goes straight from the socket into its destination in
+    // large reads: Beast's parser would pull it through the small read
+    // buffer, a few hundred bytes per system call.
+    if (*len > capacity) {
+      throw Error(ErrorKind::kTargetIo, "response body of " + std::to_string(*len) + " bytes is larger than the " +
+                                            std::to_string(capacity) + " bytes asked for");
+    }
+    size_t body = static_cast<size_t>(*len);
+    size_t buffered = std::min(buffer.size(), body);
+    asio::buffer_copy(asio::buffer(dst, buffered), buffer.data());
+    buffer.consume(buffered);
+    asio::read(stream, asio::buffer(dst + buffered, body - buffered));
+    response.body_size = body;
+    keep_alive = parser.get().keep_alive();
+    return response;
+  }
   while (!parser.is_done()) {
     if (!into_caller) {
       if (got == response.body.size()) response.body.resize(std::max<size_t>(64 * 1024, response.body.size() * 2));
