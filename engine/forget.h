@@ -1,0 +1,56 @@
+// Retention: which snapshots a policy keeps, and forgetting the rest.
+//
+// Policies follow the usual grandfather-father-son rules: keep the newest
+// `last` snapshots, and the newest snapshot of each of the last N hours,
+// days, weeks (ISO, Monday first), months and years that have one, in local
+// time. A snapshot kept by any rule is kept. Policies apply within groups
+// (by default host + paths), so one machine's history never expires
+// another's. Snapshots made by a job carry the tag "job:NAME".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "engine/repository.h"
+
+namespace keel::engine {
+
+struct RetentionPolicy {
+  uint32_t last = 0;
+  uint32_t hourly = 0;
+  uint32_t daily = 0;
+  uint32_t weekly = 0;
+  uint32_t monthly = 0;
+  uint32_t yearly = 0;
+  std::vector<std::string> keep_tags;  // snapshots with any of these are always kept
+  bool empty() const;  // no rule at all: forget would remove everything, so it is refused
+};
+
+// Which snapshots a forget considers: every filter given must match.
+struct SnapshotSelection {
+  std::vector<std::string> hosts;
+  std::vector<std::string> tags;  // "job:NAME" selects one job's snapshots
+  std::vector<std::string> paths;
+};
+
+enum class GroupBy { kHostAndPaths, kHost, kNone };
+
+struct ForgetDecision {
+  catalog::SnapshotRecord snapshot;
+  bool keep = false;
+  std::vector<std::string> reasons;  // "last 3", "daily 2026-11-20", "tag pinned"; empty when removed
+};
+
+// Pure: decides for every selected snapshot; `snapshots` in any order.
+// Decisions come back newest first within each group.
+std::vector<ForgetDecision> plan_forget(std::vector<catalog::SnapshotRecord> snapshots, const SnapshotSelection& selection,
+                                        const RetentionPolicy& policy, GroupBy group_by);
+
+// Plans against the repository's snapshots and, unless dry_run, removes the
+// forgotten ones from the target and the catalog. Data is reclaimed by prune.
+std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& selection, const RetentionPolicy& policy,
+                                   GroupBy group_by, bool dry_run);
+
+}  // namespace keel::engine
