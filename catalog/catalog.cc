@@ -106,6 +106,17 @@ constexpr const char* kDrillColumns =
     "started_ns, snapshot, seconds, first_file_seconds, files, bytes, errors, rto_seconds, rpo_seconds,"
     " rto_met, rpo_met, rpo_seen_seconds, verify_only, sample, seed, report_json";
 
+// Tables of history, which no target holds: import_history merges them
+// from a catalog copy, matching records by `same_record` (m: ours, c: the copy's).
+struct HistoryTable {
+  std::string_view name;
+  std::string_view columns;
+  std::string_view same_record;
+};
+const HistoryTable kHistoryTables[] = {
+    {"drills", kDrillColumns, "m.started_ns = c.started_ns AND m.snapshot = c.snapshot"},
+};
+
 void bind_optional(Statement& s, int index, const std::optional<double>& value) {
   if (value) {
     s.bind_double(index, *value);
@@ -398,6 +409,45 @@ class SqliteCatalog final : public Catalog {
 
   void transaction(const std::function<void()>& fn) override { in_transaction(fn); }
 
+  void export_to(const std::string& path) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("VACUUM INTO ?"));
+    s->bind_text(1, path);
+    s->run();
+  }
+
+  size_t import_history(const std::string& path) override {
+    std::lock_guard lock(mutex_);
+    {
+      StatementScope attach(db_.cached("ATTACH DATABASE ? AS copy"));
+      attach->bind_text(1, path);
+      attach->run();
+    }
+    size_t added = 0;
+    try {
+      StatementScope version(db_.cached("PRAGMA copy.user_version"));
+      version->step();
+      if (version->column_int64(0) > static_cast<int64_t>(kMigrations.size())) {
+        throw Error(ErrorKind::kTargetIo, "catalog copy " + path + " is of a newer schema than this keel supports");
+      }
+      in_transaction([&] {
+        for (const HistoryTable& table : kHistoryTables) {
+          if (!attached_table_exists(table.name)) continue;  // the copy predates it
+          std::string name(table.name), columns(table.columns);
+          db_.exec("INSERT INTO main." + name + "(" + columns + ") SELECT " + columns + " FROM copy." + name +
+                   " AS c WHERE NOT EXISTS (SELECT 1 FROM main." + name + " AS m WHERE " +
+                   std::string(table.same_record) + ")");
+          added += db_.changes();
+        }
+      });
+    } catch (...) {
+      db_.exec("DETACH DATABASE copy");
+      throw;
+    }
+    db_.exec("DETACH DATABASE copy");
+    return added;
+  }
+
  private:
   // Depth 0 opens a real transaction (IMMEDIATE: take the write lock now,
   // so a concurrent writer makes us wait instead of failing on upgrade).
@@ -428,6 +478,12 @@ class SqliteCatalog final : public Catalog {
       db_.exec(outermost ? "ROLLBACK" : "ROLLBACK TO nested; RELEASE nested");
     } catch (...) {
     }
+  }
+
+  bool attached_table_exists(std::string_view table) {
+    StatementScope s(db_.cached("SELECT 1 FROM copy.sqlite_master WHERE type = 'table' AND name = ?"));
+    s->bind_text(1, table);
+    return s->step();
   }
 
   int read_user_version() {

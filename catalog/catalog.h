@@ -134,6 +134,14 @@ class Catalog {
   virtual int64_t add_drill(const DrillRecord& drill) = 0;
   virtual std::vector<DrillRecord> list_drills() = 0;  // oldest first
 
+  // A consistent copy of the whole database in a new file at `path` (which
+  // must not exist), taken while other calls go on.
+  virtual void export_to(const std::string& path) = 0;
+  // Adds the history (drills, ...) recorded in the catalog file at `path`
+  // that this one lacks; returns the records added. The file may be of an
+  // older schema, not a newer one.
+  virtual size_t import_history(const std::string& path) = 0;
+
   // Runs `fn` inside one transaction (committed if it returns, rolled back
   // if it throws). Calls on this catalog from `fn` join the transaction; a
   // nested transaction (or add_pack) that throws undoes only its own part.

@@ -94,6 +94,7 @@ class Database {
 
   // False while a transaction is open (SQLite may end one itself on errors).
   bool autocommit() const;
+  int64_t changes() const;  // rows changed by the last INSERT, UPDATE or DELETE
   const std::string& path() const { return path_; }
   sqlite3* handle() const { return db_; }
   [[noreturn]] void fail(std::string_view operation) const;

@@ -90,6 +90,10 @@ int cmd_backup(App& app, const Args& args) {
             human_bytes(snap.stats.bytes_added) + " added) in " + human_duration(seconds) + ", " +
             human_rate(seconds > 0 ? static_cast<double>(snap.stats.bytes) / seconds : 0));
   }
+  if (!result.catalog_copy_error.empty()) {
+    app.warn("keel: warning: the snapshot is saved, but the catalog copy on the target failed: " +
+             result.catalog_copy_error);
+  }
   if (!result.skipped.empty()) {
     app.warn("keel: " + std::to_string(result.skipped.size()) + " items could not be backed up (listed above)");
     return static_cast<int>(ErrorKind::kPartial);

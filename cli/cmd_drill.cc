@@ -10,6 +10,7 @@
 #include "cli/format.h"
 #include "cli/json.h"
 #include "cli/parse.h"
+#include "engine/catalog_copy.h"
 #include "engine/drill.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -319,6 +320,9 @@ int cmd_drill(App& app, const Args& args) {
   engine::DrillReport report = engine::run_drill(*repo, options);
   std::string json = report_json(report);
   repo->catalog().add_drill(drill_record(report, json));
+  if (std::string error = engine::try_save_catalog_copy(*repo); !error.empty()) {
+    app.warn("keel: warning: the drill is recorded, but the catalog copy on the target failed: " + error);
+  }
 
   for (const auto& f : report.failures) app.warn("keel: failed to restore " + f.path + ": " + f.reason);
   if (!report.scratch_error.empty()) app.warn("keel: scratch directory left behind: " + report.scratch_error);

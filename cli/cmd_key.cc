@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json.h"
+#include "engine/catalog_copy.h"
 #include "util/error.h"
 
 namespace keel::cli {
@@ -98,6 +99,9 @@ int cmd_catalog(App& app, const Args& args) {
   if (action != "rebuild") throw Error(ErrorKind::kUsage, "unknown catalog action '" + action + "' (rebuild)");
   auto repo = app.open_repository();
   repo->rebuild_catalog();
+  // The index came from packs and snapshots; history only a copy holds.
+  std::optional<engine::CatalogCopyInfo> copy = engine::newest_catalog_copy(*repo);
+  size_t history = copy ? engine::import_catalog_history(*repo, *copy) : 0;
   auto& cat = repo->catalog();
   size_t snapshots = cat.list_snapshots().size(), packs = cat.list_packs().size();
   if (app.global.json) {
@@ -107,12 +111,19 @@ int cmd_catalog(App& app, const Args& args) {
                      .field("snapshots", static_cast<uint64_t>(snapshots))
                      .field("packs", static_cast<uint64_t>(packs))
                      .field("blobs", cat.blob_count())
+                     .field("history_copy", copy ? copy->key : "")
+                     .field("history_records_added", static_cast<uint64_t>(history))
                      .end_object()
                      .str()
               << "\n";
   } else {
     app.say("rebuilt catalog " + repo->catalog_path() + ": " + std::to_string(snapshots) + " snapshots, " +
             std::to_string(packs) + " packs, " + std::to_string(cat.blob_count()) + " blobs");
+    if (copy) {
+      app.say("history: " + std::to_string(history) + " records merged from " + copy->key);
+    } else {
+      app.say("history: no catalog copy on the target");
+    }
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/blob_codec.h"
+#include "engine/catalog_copy.h"
 #include "engine/blob_index.h"
 #include "engine/chunker.h"
 #include "engine/compress.h"
@@ -440,6 +441,7 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   repo.save_snapshot(snap);
   result.skipped = run.take_skipped();
   result.peak_buffered_bytes = run.peak_buffered();
+  if (options.copy_catalog) result.catalog_copy_error = try_save_catalog_copy(repo);
   return result;
 }
 

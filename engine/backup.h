@@ -29,6 +29,7 @@ struct BackupOptions {
   size_t workers = 0;         // 0: one per core
   size_t memory_budget = 256ull << 20;  // chunks and parts in flight
   const std::atomic<bool>* cancel = nullptr;  // set (e.g. by SIGINT) to stop early
+  bool copy_catalog = true;   // upload a copy of the catalog after the snapshot (catalog_copy.h)
 };
 
 // Live counters, updated by the run and read by a progress display.
@@ -52,6 +53,7 @@ struct BackupResult {
   catalog::SnapshotRecord snapshot;
   std::vector<SkippedItem> skipped;
   size_t peak_buffered_bytes = 0;
+  std::string catalog_copy_error;  // why the catalog copy failed; empty if it did not
 };
 
 BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& options, BackupProgress& progress,

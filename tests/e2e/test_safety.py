@@ -117,10 +117,25 @@ class CatalogRebuild(KeelTestCase):
         with open(os.path.join(src, "d/y"), "w") as f:
             f.write("second\n")
         self.keel("backup", src)
+        self.keel("drill", "--verify-only")
+        drills = self.keel_json("drills")
         before = self.keel_json("snapshots")
         shutil.rmtree(self.path("state"))  # lose the catalog
         rebuilt = self.keel_json("catalog", "rebuild")
         self.assertEqual(rebuilt["snapshots"], 2)
+        # History is not on the target but in the catalog's copy there.
+        self.assertEqual(rebuilt["history_records_added"], 1)
+        self.assertEqual(self.keel_json("drills"), drills)
+        self.assertEqual(self.keel_json("catalog", "rebuild")["history_records_added"], 0)
+        # A tampered copy is refused by name, never merged.
+        copies = list(self.store.list("catalog/"))
+        self.assertEqual(len(copies), 3)  # after two backups and a drill
+        newest = max(copies, key=lambda k: k.rsplit("/", 1)[1])
+        damaged = bytearray(self.store.read(newest))
+        damaged[len(damaged) // 2] ^= 0x01
+        self.store.write(newest, bytes(damaged))
+        p = self.keel("catalog", "rebuild", expect=6)
+        self.assertIn(newest, p.stderr.decode())
         after = self.keel_json("snapshots")
         self.assertEqual([s["id"] for s in before], [s["id"] for s in after])
         self.assertEqual(after[0]["tags"], ["one"])
@@ -128,6 +143,18 @@ class CatalogRebuild(KeelTestCase):
         self.keel("restore", "latest", "--target", out)
         self.assertEqual(tree_state(src), tree_state(out + src))
         self.keel("check", "--read-data")
+
+    def test_each_catalog_keeps_its_three_newest_copies(self):
+        src = self.path("src")
+        os.makedirs(src)
+        self.init()
+        for i in range(5):
+            with open(os.path.join(src, f"f{i}"), "w") as f:
+                f.write(f"file {i}\n")
+            self.keel("backup", src)
+        copies = list(self.store.list("catalog/"))
+        self.assertEqual(len(copies), 3)
+        self.assertEqual(len({k.split("/")[1] for k in copies}), 1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,41 @@
+// Copies of the local catalog on the target, so that losing the backup host
+// loses no history: the index can always be rebuilt from packs and
+// snapshots, but drills and job runs exist only in the catalog.
+//
+// A copy is catalog/<catalog id>/<unix ns, 20 digits>: the SQLite file,
+// cut into frames, each compressed and sealed under the data key (format in
+// docs/repository-format.md). Each catalog keeps its newest few copies.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/repository.h"
+
+namespace keel::engine {
+
+struct CatalogCopyInfo {
+  std::string key;  // on the target
+  std::string catalog_id;
+  int64_t time_ns = 0;
+  uint64_t size = 0;
+};
+
+// Uploads a consistent copy of the repository's catalog and removes this
+// catalog's copies beyond the newest `keep`.
+CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep = 3);
+
+// For callers whose own work is done and safe (a backup, a drill): a copy
+// that fails is worth a warning, not a failure, and the next one tries
+// again. Returns why it failed; empty if it did not.
+std::string try_save_catalog_copy(Repository& repo);
+
+// The newest copy on the target, from any catalog (host).
+std::optional<CatalogCopyInfo> newest_catalog_copy(Repository& repo);
+
+// Merges the history of `copy` into the repository's catalog; returns the
+// records added. Throws Error(kIntegrity) if the copy does not authenticate.
+size_t import_catalog_history(Repository& repo, const CatalogCopyInfo& copy);
+
+}  // namespace keel::engine
