@@ -139,6 +139,9 @@ tool_init() {
 measure() {
   local rep=$1 phase=$2 tool=$3 bytes=$4
   shift 4
+  # Write back what the previous step left dirty (the generator, mutate, the
+  # previous tool), so that no tool pays for another's writes.
+  sync
   python3 "$bench_dir/measure.py" --records "$records" --rep "$rep" --phase "$phase" \
     --tool "$tool" --data-bytes "$bytes" --repo "$work/$tool/repo" \
     --cache "$work/$tool/cache" --log "$out_dir/logs/$rep-$tool-$phase.log" "$@" ||

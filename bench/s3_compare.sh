@@ -166,6 +166,7 @@ measure() {
   local file=$1 phase=$2 tool=$3 bytes=$4 log="$out_dir/logs/s3-1-$3-$2.log" cpu_before
   shift 4
   cpu_before=$(server_cpu_s)
+  sync  # no tool pays for the previous step's dirty pages
   python3 "$bench_dir/measure.py" --records "$file" --rep 1 --phase "$phase" --tool "$tool" \
     --data-bytes "$bytes" --repo "$work/$tool/no-local-repo" --cache "$work/$tool/cache" \
     --log "$log" "$@" || die "$tool $phase failed (log: $log)"
