@@ -12,6 +12,11 @@ bool BlobIndex::claim(const Id& id) {
   return ids_.insert(id).second;
 }
 
+bool BlobIndex::contains(const Id& id) {
+  std::lock_guard lock(mu_);
+  return ids_.count(id) != 0;
+}
+
 size_t BlobIndex::size() {
   std::lock_guard lock(mu_);
   return ids_.size();
