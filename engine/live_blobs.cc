@@ -25,7 +25,7 @@ LiveBlobs::LiveBlobs(catalog::Catalog& catalog, const std::vector<catalog::PackR
   // A little room for rows another process adds meanwhile, so the array is
   // not reallocated (which would need twice its memory for a moment).
   uint64_t expected = catalog.blob_count();
-  rows_.reserve(expected + expected / 64 + 64);
+  rows_.reserve(expected + expected / 64 + 16);
   bool sorted = true;
   catalog.for_each_blob_location([&](const catalog::BlobLocation& loc) {
     auto it = pack_numbers.find(loc.pack);

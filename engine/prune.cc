@@ -60,6 +60,8 @@ class PruneRun {
       std::chrono::seconds min_age = std::max(options_.grace, running_.empty() ? kStaleUploadIdle : kStaleUploadBusy);
       result_.stale_uploads_removed = repo_.target().remove_stale_uploads(min_age);
     }
+    result_.live_blobs = live_->live_blobs();
+    result_.trees_walked = live_->trees_walked();
     result_.mark_memory_bytes = live_->memory_bytes();
     result_.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return std::move(result_);
