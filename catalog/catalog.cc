@@ -1,8 +1,10 @@
 #include "catalog/catalog.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <system_error>
+#include <type_traits>
 
 #include "catalog/sqlite.h"
 #include "util/codec.h"
@@ -53,6 +55,12 @@ const std::vector<std::vector<std::string_view>> kMigrations = {
         " errors INTEGER NOT NULL, rto_seconds REAL, rpo_seconds REAL, rto_met INTEGER NOT NULL,"
         " rpo_met INTEGER NOT NULL, rpo_seen_seconds REAL NOT NULL, verify_only INTEGER NOT NULL,"
         " sample REAL NOT NULL, seed INTEGER NOT NULL, report_json TEXT NOT NULL)",
+    },
+    // 3: reserved for the jobs branch (job history); its statements replace this when merged.
+    {},
+    // 4: prune's two phases: when a pack was condemned (NULL while in use).
+    {
+        "ALTER TABLE packs ADD COLUMN condemned INTEGER",
     },
 };
 
@@ -117,11 +125,14 @@ const HistoryTable kHistoryTables[] = {
     {"drills", kDrillColumns, "m.started_ns = c.started_ns AND m.snapshot = c.snapshot"},
 };
 
-void bind_optional(Statement& s, int index, const std::optional<double>& value) {
-  if (value) {
+template <typename T>
+void bind_optional(Statement& s, int index, const std::optional<T>& value) {
+  if (!value) {
+    s.bind_null(index);
+  } else if constexpr (std::is_floating_point_v<T>) {
     s.bind_double(index, *value);
   } else {
-    s.bind_null(index);
+    s.bind_int64(index, *value);
   }
 }
 
@@ -206,18 +217,27 @@ class SqliteCatalog final : public Catalog {
       {
         // Adding a pack again (a rebuild) refreshes it and keeps its number.
         StatementScope s(db_.cached(
-            "INSERT INTO packs(id, size, xxh3, created) VALUES(?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-            " size = excluded.size, xxh3 = excluded.xxh3, created = excluded.created RETURNING pack_no"));
+            "INSERT INTO packs(id, size, xxh3, created, condemned) VALUES(?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+            " size = excluded.size, xxh3 = excluded.xxh3, created = excluded.created,"
+            " condemned = excluded.condemned RETURNING pack_no"));
         s->bind_blob(1, pack.id.view());
         s->bind_uint64(2, pack.size);
         s->bind_blob(3, pack.xxh3_128);
         s->bind_int64(4, pack.created_unix);
+        bind_optional(*s, 5, pack.condemned_unix);
         s->step();
         pack_no = s->column_int64(0);
       }
+      // A blob moves only from a condemned pack to one in use.
       Statement& insert = db_.cached(
-          "INSERT INTO blobs(id, pack_no, type, offset, stored_length, raw_length, xxh3)"
-          " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING");
+          pack.condemned_unix
+              ? "INSERT INTO blobs(id, pack_no, type, offset, stored_length, raw_length, xxh3)"
+                " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
+              : "INSERT INTO blobs(id, pack_no, type, offset, stored_length, raw_length, xxh3)"
+                " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET pack_no = excluded.pack_no,"
+                " type = excluded.type, offset = excluded.offset, stored_length = excluded.stored_length,"
+                " raw_length = excluded.raw_length, xxh3 = excluded.xxh3"
+                " WHERE (SELECT condemned FROM packs WHERE packs.pack_no = blobs.pack_no) IS NOT NULL");
       for (const BlobRecord& blob : blobs) {
         StatementScope s(insert);
         s->bind_blob(1, blob.id.view());
@@ -241,7 +261,7 @@ class SqliteCatalog final : public Catalog {
 
   std::vector<PackRecord> list_packs() override {
     std::lock_guard lock(mutex_);
-    StatementScope s(db_.cached("SELECT id, size, xxh3, created FROM packs ORDER BY pack_no"));
+    StatementScope s(db_.cached("SELECT id, size, xxh3, created, condemned FROM packs ORDER BY pack_no"));
     std::vector<PackRecord> packs;
     while (s->step()) {
       PackRecord& p = packs.emplace_back();
@@ -250,8 +270,17 @@ class SqliteCatalog final : public Catalog {
       ByteView hash = s->column_blob(2);
       p.xxh3_128.assign(hash.begin(), hash.end());
       p.created_unix = s->column_int64(3);
+      if (!s->column_is_null(4)) p.condemned_unix = s->column_int64(4);
     }
     return packs;
+  }
+
+  void set_condemned(const Id& pack, std::optional<int64_t> since_unix) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("UPDATE packs SET condemned = ? WHERE id = ?"));
+    bind_optional(*s, 1, since_unix);
+    s->bind_blob(2, pack.view());
+    s->run();
   }
 
   std::optional<BlobLocation> find_blob(const Id& blob) override {
@@ -275,11 +304,26 @@ class SqliteCatalog final : public Catalog {
     return blobs;
   }
 
-  void for_each_blob(const std::function<void(const Id&, BlobType)>& fn) override {
+  void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn) override {
     std::lock_guard lock(mutex_);
     // Not cached: `fn` may call back into this catalog.
-    Statement s = db_.prepare("SELECT id, type FROM blobs");
+    Statement s = db_.prepare(
+        "SELECT id, type FROM blobs WHERE pack_no NOT IN (SELECT pack_no FROM packs WHERE condemned IS NOT NULL)");
     while (s.step()) fn(column_id(s, 0), static_cast<BlobType>(s.column_int64(1)));
+  }
+
+  void for_each_blob_location(const std::function<void(const BlobLocation&)>& fn) override {
+    std::lock_guard lock(mutex_);
+    // The blobs table is clustered on the id, so this order costs no sort.
+    Statement s = db_.prepare(
+        "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
+        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no ORDER BY b.id");
+    BlobLocation location;
+    while (s.step()) {
+      location.pack = column_id(s, 0);
+      location.blob = read_blob(s, 1);
+      fn(location);
+    }
   }
 
   uint64_t blob_count() override {
@@ -291,6 +335,14 @@ class SqliteCatalog final : public Catalog {
 
   void remove_pack(const Id& pack) override {
     in_transaction([&] {
+      {
+        StatementScope s(db_.cached(
+            "DELETE FROM trees WHERE id IN (SELECT id FROM blobs WHERE type = ? AND"
+            " pack_no = (SELECT pack_no FROM packs WHERE id = ?))"));
+        s->bind_int64(1, static_cast<int64_t>(BlobType::kTree));
+        s->bind_blob(2, pack.view());
+        s->run();
+      }
       {
         StatementScope s(db_.cached("DELETE FROM blobs WHERE pack_no = (SELECT pack_no FROM packs WHERE id = ?)"));
         s->bind_blob(1, pack.view());
@@ -405,6 +457,11 @@ class SqliteCatalog final : public Catalog {
     std::vector<DrillRecord> drills;
     while (s->step()) drills.push_back(read_drill(*s));
     return drills;
+  }
+
+  void limit_cache(uint64_t bytes) override {
+    std::lock_guard lock(mutex_);
+    db_.exec("PRAGMA cache_size = -" + std::to_string(std::max<uint64_t>(bytes >> 10, 1)));
   }
 
   void transaction(const std::function<void()>& fn) override { in_transaction(fn); }

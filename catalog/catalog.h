@@ -28,6 +28,9 @@ struct PackRecord {
   uint64_t size = 0;        // bytes of the whole pack object
   Bytes xxh3_128;           // 16 bytes: XXH3-128 of the whole pack object
   int64_t created_unix = 0; // seconds
+  // When a prune condemned the pack (it will be deleted once its grace
+  // period has passed); empty while it is in use. See docs/maintenance.md.
+  std::optional<int64_t> condemned_unix;
 };
 
 // A blob's place in its pack. `xxh3` covers the stored (sealed) bytes, so a
@@ -104,17 +107,25 @@ class Catalog {
   virtual void set_meta(std::string_view key, std::string_view value) = 0;
 
   // A pack and all its blobs, in one transaction. A blob already indexed in
-  // another pack keeps its first location.
+  // another pack keeps its first location, unless that pack is condemned and
+  // this one is not: then the blob moves here (a repacked copy, or a backup
+  // that stored it again, takes over from a pack on its way out).
   virtual void add_pack(const PackRecord& pack, std::span<const BlobRecord> blobs) = 0;
   virtual bool has_pack(const Id& pack) = 0;
   virtual std::vector<PackRecord> list_packs() = 0;
+  // Condemns a pack (since the given time) or, with nullopt, returns it to use.
+  virtual void set_condemned(const Id& pack, std::optional<int64_t> since_unix) = 0;
   virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;
   virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
-  // Every indexed blob id: loads the engine's dedupe index. Other threads'
-  // calls wait until it returns; `fn` itself may call this catalog.
-  virtual void for_each_blob(const std::function<void(const Id&, BlobType)>& fn) = 0;
+  // Every blob a backup may dedupe against (those in condemned packs are
+  // left out): loads the engine's dedupe index. Other threads' calls wait
+  // until it returns; `fn` itself may call this catalog.
+  virtual void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn) = 0;
+  // Every indexed blob with its location, in id order (prune's scan). Other
+  // threads' calls wait until it returns; `fn` itself may call this catalog.
+  virtual void for_each_blob_location(const std::function<void(const BlobLocation&)>& fn) = 0;
   virtual uint64_t blob_count() = 0;
-  // Removes the pack and the blobs it indexes.
+  // Removes the pack, the blobs it indexes and the cached bodies of its trees.
   virtual void remove_pack(const Id& pack) = 0;
 
   // Directory trees as the engine serialized them (plaintext), so listing
@@ -129,6 +140,11 @@ class Catalog {
 
   // Drops packs, blobs, trees and snapshots (not history), before a rebuild.
   virtual void clear_index() = 0;
+
+  // Bounds this connection's page cache (default 64 MiB). Scans that touch
+  // every page once, as prune's, gain nothing from a large one, and it would
+  // make their memory grow with the repository.
+  virtual void limit_cache(uint64_t bytes) = 0;
 
   // Drill history. add_drill returns the new record's id.
   virtual int64_t add_drill(const DrillRecord& drill) = 0;

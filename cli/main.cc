@@ -22,6 +22,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"init", keel::cli::cmd_init},       {"backup", keel::cli::cmd_backup}, {"snapshots", keel::cli::cmd_snapshots},
     {"ls", keel::cli::cmd_ls},           {"find", keel::cli::cmd_find},           {"restore", keel::cli::cmd_restore}, {"check", keel::cli::cmd_check},
     {"key", keel::cli::cmd_key},         {"catalog", keel::cli::cmd_catalog},
+    {"forget", keel::cli::cmd_forget},   {"prune", keel::cli::cmd_prune},
     {"drill", keel::cli::cmd_drill},     {"drills", keel::cli::cmd_drills},
 };
 
@@ -35,6 +36,8 @@ void usage(std::ostream& out) {
          "  find        find files by name or path in all snapshots\n"
          "  restore     restore a snapshot, a subtree or one file\n"
          "  check       verify the repository (--read-data: every byte)\n"
+         "  forget      remove snapshots a retention policy does not keep\n"
+         "  prune       reclaim the space of data no snapshot uses\n"
          "  drill       restore drill: restore or verify a snapshot against RTO/RPO objectives\n"
          "  drills      the history of restore drills\n"
          "  key         list, add or remove passwords\n"

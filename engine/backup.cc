@@ -1,7 +1,5 @@
 #include "engine/backup.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -13,9 +11,11 @@
 #include "engine/blob_index.h"
 #include "engine/chunker.h"
 #include "engine/compress.h"
+#include "engine/lease.h"
 #include "engine/pack.h"
 #include "util/buffer_pool.h"
 #include "util/error.h"
+#include "util/host.h"
 #include "util/thread_pool.h"
 
 namespace keel::engine {
@@ -161,7 +161,7 @@ class BackupRun : public SourceSink {
     if (meta.type == NodeType::kFile) {
       ++progress_.files;
       const TreeEntry* before = dir.parent_tree ? dir.parent_tree->find(meta.name) : nullptr;
-      if (before && !options_.reread_unchanged && unchanged(meta, *before)) {
+      if (before && !options_.reread_unchanged && unchanged(meta, *before) && reusable(before->content)) {
         entry.content = before->content;
         entry.hash = before->file_hash;
         progress_.bytes += meta.size;
@@ -192,6 +192,13 @@ class BackupRun : public SourceSink {
   void check_cancel() {
     if (options_.cancel && options_.cancel->load()) throw Error(ErrorKind::kInterrupted, "backup interrupted");
     if (work_.failed()) work_.wait();  // rethrows the worker's error
+  }
+
+  // An unchanged file keeps its chunk references only if every chunk is in
+  // the dedupe index: one in a pack a prune condemned may be deleted, so the
+  // file is read (and the chunk stored) again.
+  bool reusable(const std::vector<ContentRef>& content) {
+    return std::all_of(content.begin(), content.end(), [this](const ContentRef& r) { return r.hole || index_.contains(r.chunk); });
   }
 
   // Reads, hashes and chunks one file; returns the bytes of content.
@@ -377,11 +384,6 @@ class BackupRun : public SourceSink {
   std::vector<SkippedItem> skipped_;
 };
 
-std::string local_hostname() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "";
-}
-
 std::optional<catalog::SnapshotRecord> pick_parent(Repository& repo, const BackupOptions& options,
                                                    const std::string& host, const std::vector<std::string>& paths) {
   if (options.parent) return repo.catalog().get_snapshot(*options.parent);
@@ -399,8 +401,14 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   auto started = Clock::now();
   int64_t started_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // Tells prune that this run may use any pack it indexes now; written
+  // before the catalog is synced, so a prune that condemns a pack after this
+  // run read the condemnations sees the lease and keeps the pack until the
+  // run has ended (docs/maintenance.md).
+  Lease running(repo.target(), repo.keys().data, kRunningPrefix);
   // Index packs an interrupted run (or another host) left on the target, so
-  // this run reuses them instead of uploading their chunks again.
+  // this run reuses them instead of uploading their chunks again, and learn
+  // which packs prune condemned or deleted.
   repo.sync_catalog();
   // Uploads a crashed run left open; a day's age keeps concurrent runs' safe.
   repo.target().remove_stale_uploads(std::chrono::hours(24));
@@ -438,6 +446,7 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   snap.stats.errors = progress.errors;
   snap.stats.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+  running.check_held();
   repo.save_snapshot(snap);
   result.skipped = run.take_skipped();
   result.peak_buffered_bytes = run.peak_buffered();

@@ -4,12 +4,17 @@ namespace keel::engine {
 
 BlobIndex::BlobIndex(catalog::Catalog& catalog) {
   ids_.reserve(catalog.blob_count() + 1024);
-  catalog.for_each_blob([this](const Id& id, catalog::BlobType) { ids_.insert(id); });
+  catalog.for_each_usable_blob([this](const Id& id, catalog::BlobType) { ids_.insert(id); });
 }
 
 bool BlobIndex::claim(const Id& id) {
   std::lock_guard lock(mu_);
   return ids_.insert(id).second;
+}
+
+bool BlobIndex::contains(const Id& id) {
+  std::lock_guard lock(mu_);
+  return ids_.count(id) != 0;
 }
 
 size_t BlobIndex::size() {

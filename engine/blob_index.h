@@ -1,6 +1,7 @@
-// The dedupe index of one backup run: every blob id the catalog knows, plus
-// those claimed by this run and still on their way to the target. claim()
-// is the single place that decides whether a blob must be stored.
+// The dedupe index of one backup run: every blob id the catalog knows
+// outside condemned packs (those a prune may delete), plus those claimed by
+// this run and still on their way to the target. claim() is the single
+// place that decides whether a blob must be stored.
 #pragma once
 
 #include <mutex>
@@ -18,6 +19,8 @@ class BlobIndex {
   // True if `id` was unknown: the caller must now store it. False if it is
   // stored or being stored by someone else already.
   bool claim(const Id& id);
+  // True if `id` is stored or being stored: a reference to it may be reused.
+  bool contains(const Id& id);
   size_t size();
 
  private:

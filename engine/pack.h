@@ -32,6 +32,18 @@ std::string pack_key(const Id& pack);  // "packs/3f/3fa2..."
 std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,
                                                   uint64_t pack_size);
 
+// One ranged read of a pack covering blobs[first, first + count).
+struct PackRead {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  size_t first = 0;
+  size_t count = 0;
+};
+// Joins blobs of one pack (sorted by offset) into ranged reads: neighbours
+// at most `gap` bytes apart share a read of at most `max_read` bytes (a
+// larger blob is read alone).
+std::vector<PackRead> coalesce_reads(const std::vector<catalog::BlobRecord>& blobs, uint64_t gap, uint64_t max_read);
+
 struct PackWriterOptions {
   uint64_t pack_size = 64ull << 20;  // finish a pack once it holds this much
   uint64_t part_size = 8ull << 20;   // stream it out in parts of this size

@@ -1,16 +1,18 @@
 #include "engine/repository.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <set>
 
 #include "engine/blob_codec.h"
+#include "engine/condemnation.h"
 #include "engine/pack.h"
+#include "engine/sealed_object.h"
 #include "util/codec.h"
 #include "util/error.h"
+#include "util/host.h"
 
 namespace keel::engine {
 namespace {
@@ -95,27 +97,9 @@ catalog::SnapshotRecord decode_snapshot(ByteView body, const std::string& what) 
   return s;
 }
 
-std::string hostname() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
-}
-
 std::string username() {
   const char* u = std::getenv("USER");
   return u ? u : "";
-}
-
-// Ids from keys like "packs/3f/3fa2..." or "keys/3fa2..."; nullopt for
-// foreign files (a stray upload, an editor's backup copy).
-std::optional<Id> id_from_key(const std::string& key) {
-  std::string name = key.substr(key.rfind('/') + 1);
-  if (name.size() != 2 * Id::kSize) return std::nullopt;
-  try {
-    return Id::from_hex(name);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
 }
 
 }  // namespace
@@ -163,12 +147,10 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   RepoConfig c = config;
   c.repository_id = Id::random();
   MasterKeys keys = MasterKeys::generate();
-  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), hostname(), username()};
+  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username()};
   // Key slot first: a config without a slot would be a repository nobody can open.
   target->put(key_slot_key(slot.id), seal_key_slot(keys, slot, options.password));
-  Bytes cfg(kConfigMagic.begin(), kConfigMagic.end());
-  seal(keys.data, encode_config(c), as_bytes(kConfigAad), cfg);
-  target->put(std::string(kConfigKey), cfg);
+  target->put(std::string(kConfigKey), seal_object(kConfigMagic, keys.data, encode_config(c), as_bytes(kConfigAad)));
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), c, keys, slot.id));
   repo->open_catalog(options.catalog_path);
@@ -198,10 +180,7 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
   }
   Bytes cfg = target->get(std::string(kConfigKey));
   std::string what = where + "/config";
-  if (cfg.size() < kConfigMagic.size() || as_chars(ByteView(cfg).first(kConfigMagic.size())) != kConfigMagic) {
-    throw Error(ErrorKind::kIntegrity, what + ": not a keel repository config");
-  }
-  Bytes body = open_sealed(keys->data, ByteView(cfg).subspan(kConfigMagic.size()), as_bytes(kConfigAad), what);
+  Bytes body = open_object(kConfigMagic, "repository config", keys->data, cfg, as_bytes(kConfigAad), what);
   RepoConfig config = decode_config(body, what);
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
@@ -236,9 +215,7 @@ Tree Repository::load_tree(const Id& id) {
 }
 
 void Repository::save_snapshot(const catalog::SnapshotRecord& snapshot) {
-  Bytes obj(kSnapshotMagic.begin(), kSnapshotMagic.end());
-  seal(keys_.data, encode_snapshot(snapshot), snapshot.id.view(), obj);
-  target_->put(snapshot_key(snapshot.id), obj);
+  target_->put(snapshot_key(snapshot.id), seal_object(kSnapshotMagic, keys_.data, encode_snapshot(snapshot), snapshot.id.view()));
   catalog_->add_snapshot(snapshot);
 }
 
@@ -273,41 +250,68 @@ void Repository::cache_trees_from(const Id& root) {
 }
 
 size_t Repository::sync_catalog() {
-  std::set<Id> known;
-  for (const catalog::PackRecord& p : catalog_->list_packs()) known.insert(p.id);
-  std::vector<targets::ObjectInfo> fresh;
+  // Only what the catalog held before looking may be dropped as gone: every
+  // object is on the target before any catalog has it, and another process
+  // may add to this catalog meanwhile.
+  std::map<Id, std::optional<int64_t>> known_packs;
+  for (const catalog::PackRecord& p : catalog_->list_packs()) known_packs[p.id] = p.condemned_unix;
+  std::set<Id> known_snapshots;
+  for (const auto& s : catalog_->list_snapshots()) known_snapshots.insert(s.id);
+
+  // Snapshots, then packs, then condemnations: a snapshot is written after
+  // its packs, and a repack condemns the old packs before it writes the new
+  // ones, so each listing shows what the earlier ones depend on.
+  std::vector<Id> snapshots_on_target = list_object_ids(*target_, "snapshots/");
+  std::map<Id, uint64_t> packs_on_target;
   target_->list("packs/", [&](const targets::ObjectInfo& o) {
-    std::optional<Id> id = id_from_key(o.key);
-    if (id && !known.count(*id)) fresh.push_back(o);
+    if (std::optional<Id> id = id_from_key(o.key)) packs_on_target[*id] = o.size;
   });
-  for (const targets::ObjectInfo& o : fresh) {
-    Id id = *id_from_key(o.key);
-    std::vector<catalog::BlobRecord> blobs = read_pack_header(*target_, keys_.data, id, o.size);
-    // The whole-pack checksum is unknown until the pack is read in full;
-    // blob checksums (from the authenticated header) still guard every byte.
-    catalog_->add_pack(catalog::PackRecord{id, o.size, {}, static_cast<int64_t>(std::time(nullptr))}, blobs);
+  std::map<Id, int64_t> condemned;
+  for (const Condemnation& record : list_condemnations(*target_, keys_.data)) {
+    for (const Id& pack : record.packs) condemned.emplace(pack, record.condemned_unix);  // earliest first
+  }
+  auto condemned_since = [&](const Id& pack) -> std::optional<int64_t> {
+    auto it = condemned.find(pack);
+    if (it == condemned.end()) return std::nullopt;
+    return it->second;
+  };
+
+  // Forgotten snapshots and deleted packs (prune) leave the catalog.
+  std::set<Id> snapshots_present(snapshots_on_target.begin(), snapshots_on_target.end());
+  for (const Id& id : known_snapshots) {
+    if (!snapshots_present.count(id)) catalog_->remove_snapshot(id);
+  }
+  for (const auto& [id, since] : known_packs) {
+    if (!packs_on_target.count(id)) {
+      catalog_->remove_pack(id);
+    } else if (since != condemned_since(id)) {
+      catalog_->set_condemned(id, condemned_since(id));
+    }
   }
 
-  std::set<Id> have;
-  for (const auto& s : catalog_->list_snapshots()) have.insert(s.id);
-  std::vector<Id> snapshots;
-  target_->list("snapshots/", [&](const targets::ObjectInfo& o) {
-    std::optional<Id> id = id_from_key(o.key);
-    if (id && !have.count(*id)) snapshots.push_back(*id);
-  });
-  for (const Id& id : snapshots) {
+  // New packs: after the condemnations, so blobs they hold move out of condemned packs.
+  size_t added = 0;
+  for (const auto& [id, size] : packs_on_target) {
+    if (known_packs.count(id)) continue;
+    std::vector<catalog::BlobRecord> blobs = read_pack_header(*target_, keys_.data, id, size);
+    // The whole-pack checksum is unknown until the pack is read in full;
+    // blob checksums (from the authenticated header) still guard every byte.
+    catalog_->add_pack(catalog::PackRecord{id, size, {}, static_cast<int64_t>(std::time(nullptr)), condemned_since(id)},
+                       blobs);
+    ++added;
+  }
+
+  for (const Id& id : snapshots_on_target) {
+    if (known_snapshots.count(id)) continue;
     std::string what = target_->describe() + "/" + snapshot_key(id);
-    Bytes obj = target_->get(snapshot_key(id));
-    if (obj.size() < kSnapshotMagic.size() || as_chars(ByteView(obj).first(kSnapshotMagic.size())) != kSnapshotMagic) {
-      throw Error(ErrorKind::kIntegrity, what + ": not a keel snapshot");
-    }
-    Bytes body = open_sealed(keys_.data, ByteView(obj).subspan(kSnapshotMagic.size()), id.view(), what);
-    catalog::SnapshotRecord snap = decode_snapshot(body, what);
+    std::optional<Bytes> body = read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
+    if (!body) continue;  // forgotten meanwhile
+    catalog::SnapshotRecord snap = decode_snapshot(*body, what);
     if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
     cache_trees_from(snap.root);
     catalog_->add_snapshot(snap);
   }
-  return fresh.size();
+  return added;
 }
 
 void Repository::rebuild_catalog() {
@@ -328,7 +332,7 @@ std::vector<KeySlotInfo> Repository::list_key_slots() {
 
 KeySlotInfo Repository::add_key_slot(std::string_view password) {
   if (password.empty()) throw Error(ErrorKind::kUsage, "a key slot needs a non-empty password");
-  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), hostname(), username()};
+  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username()};
   target_->put(key_slot_key(slot.id), seal_key_slot(keys_, slot, password));
   return slot;
 }

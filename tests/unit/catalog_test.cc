@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <limits>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -20,6 +21,8 @@ using namespace keel;
 using namespace keel::catalog;
 
 namespace {
+
+constexpr int kLatestSchema = 4;
 
 // A fresh directory under the system temp dir, removed with everything in it.
 struct TempDir {
@@ -133,19 +136,19 @@ TEST_CASE("catalog open creates its directory and migrates; reopen is idempotent
   {
     auto cat = Catalog::open(path);
     CHECK(std::filesystem::exists(path));
-    CHECK(cat->schema_version() == 2);
+    CHECK(cat->schema_version() == kLatestSchema);
     PackRecord pack = make_pack();
     pack_id = pack.id;
     cat->add_pack(pack, {});
     cat->set_meta("repository", "r1");
   }
   auto cat = Catalog::open(path);
-  CHECK(cat->schema_version() == 2);
+  CHECK(cat->schema_version() == kLatestSchema);
   CHECK(cat->has_pack(pack_id));
   CHECK(cat->get_meta("repository") == "r1");
 }
 
-TEST_CASE("catalog migrates a version 1 database to 2 and keeps its data", "[catalog]") {
+TEST_CASE("catalog migrates a version 1 database to the latest and keeps its data", "[catalog]") {
   TempDir dir;
   std::string path = dir.file("catalog.db");
   PackRecord pack = make_pack();
@@ -158,12 +161,12 @@ TEST_CASE("catalog migrates a version 1 database to 2 and keeps its data", "[cat
     cat->add_snapshot(snap);
   }
   {
-    // Version 1 is version 2 without the drills table.
+    // Version 1 is the latest without the drills table and the condemned column.
     Database db(path);
-    db.exec("DROP TABLE drills; PRAGMA user_version = 1");
+    db.exec("DROP TABLE drills; ALTER TABLE packs DROP COLUMN condemned; PRAGMA user_version = 1");
   }
   auto cat = Catalog::open(path);
-  CHECK(cat->schema_version() == 2);
+  CHECK(cat->schema_version() == kLatestSchema);
   CHECK(cat->get_meta("repository") == "r1");
   CHECK(cat->has_pack(pack.id));
   auto found = cat->find_blob(blob.id);
@@ -175,6 +178,7 @@ TEST_CASE("catalog migrates a version 1 database to 2 and keeps its data", "[cat
   CHECK(cat->list_drills().empty());
   cat->add_drill(make_drill(1));
   CHECK(cat->list_drills().size() == 1);
+  CHECK_FALSE(cat->list_packs().at(0).condemned_unix.has_value());
 }
 
 TEST_CASE("catalog refuses a schema newer than it knows", "[catalog]") {
@@ -273,7 +277,7 @@ TEST_CASE("catalog keeps a blob's first location when a later pack holds it too"
   CHECK(in_second[0].offset == 20);
 }
 
-TEST_CASE("catalog for_each_blob visits every blob once", "[catalog]") {
+TEST_CASE("catalog for_each_usable_blob visits every blob once", "[catalog]") {
   TempDir dir;
   auto cat = Catalog::open(dir.file("catalog.db"));
   std::set<Id> data, trees;
@@ -287,7 +291,7 @@ TEST_CASE("catalog for_each_blob visits every blob once", "[catalog]") {
   }
   std::set<Id> seen_data, seen_trees;
   size_t visits = 0;
-  cat->for_each_blob([&](const Id& id, BlobType type) {
+  cat->for_each_usable_blob([&](const Id& id, BlobType type) {
     ++visits;
     (type == BlobType::kTree ? seen_trees : seen_data).insert(id);
     // Calling back into the catalog from the visitor is allowed.
@@ -315,6 +319,91 @@ TEST_CASE("catalog remove_pack drops the pack and its blobs", "[catalog]") {
   CHECK(cat->list_packs().size() == 1);
   cat->remove_pack(Id::random());  // unknown: nothing to do
   CHECK(cat->blob_count() == 1);
+}
+
+TEST_CASE("catalog remove_pack drops the cached bodies of its trees only", "[catalog]") {
+  TempDir dir;
+  auto cat = Catalog::open(dir.file("catalog.db"));
+  BlobRecord tree = make_blob(0, BlobType::kTree), other_tree = make_blob(0, BlobType::kTree);
+  PackRecord gone = make_pack(), kept = make_pack();
+  cat->add_pack(gone, std::vector{tree});
+  cat->add_pack(kept, std::vector{other_tree});
+  cat->put_tree(tree.id, Bytes{1, 2, 3});
+  cat->put_tree(other_tree.id, Bytes{4, 5});
+  cat->remove_pack(gone.id);
+  CHECK_FALSE(cat->get_tree(tree.id).has_value());
+  CHECK(cat->get_tree(other_tree.id) == Bytes{4, 5});
+}
+
+TEST_CASE("catalog condemned packs: status, dedupe index, and blobs moving to packs in use", "[catalog]") {
+  TempDir dir;
+  auto cat = Catalog::open(dir.file("catalog.db"));
+  PackRecord old_pack = make_pack(), copy = make_pack();
+  BlobRecord shared = make_blob(0), only_old = make_blob(100);
+  cat->add_pack(old_pack, std::vector{shared, only_old});
+
+  auto usable = [&] {
+    std::set<Id> ids;
+    cat->for_each_usable_blob([&](const Id& id, BlobType) { ids.insert(id); });
+    return ids;
+  };
+  CHECK(usable() == std::set<Id>{shared.id, only_old.id});
+
+  cat->set_condemned(old_pack.id, 1700000123);
+  auto packs = cat->list_packs();
+  REQUIRE(packs.size() == 1);
+  CHECK(packs[0].condemned_unix == std::optional<int64_t>(1700000123));
+  CHECK(usable().empty());
+  // Condemned blobs can still be read until the pack is deleted.
+  CHECK(cat->find_blob(shared.id)->pack == old_pack.id);
+
+  // A copy in a pack in use takes over; the blob is usable again.
+  BlobRecord moved = shared;
+  moved.offset = 7;
+  cat->add_pack(copy, std::vector{moved});
+  CHECK(cat->find_blob(shared.id)->pack == copy.id);
+  CHECK(cat->find_blob(shared.id)->blob.offset == 7);
+  CHECK(cat->find_blob(only_old.id)->pack == old_pack.id);
+  CHECK(usable() == std::set<Id>{shared.id});
+
+  // A condemned pack never takes a blob from a pack in use...
+  PackRecord condemned_copy = make_pack();
+  condemned_copy.condemned_unix = 1700000200;
+  cat->add_pack(condemned_copy, std::vector{shared});
+  CHECK(cat->find_blob(shared.id)->pack == copy.id);
+  // ... nor does a pack in use take one from another pack in use.
+  cat->add_pack(make_pack(), std::vector{shared});
+  CHECK(cat->find_blob(shared.id)->pack == copy.id);
+
+  cat->set_condemned(old_pack.id, std::nullopt);
+  CHECK(usable() == std::set<Id>{shared.id, only_old.id});
+  CHECK(cat->blobs_in_pack(old_pack.id).size() == 1);
+}
+
+TEST_CASE("catalog for_each_blob_location visits every blob in id order with its pack", "[catalog]") {
+  TempDir dir;
+  auto cat = Catalog::open(dir.file("catalog.db"));
+  std::map<Id, Id> pack_of;
+  for (int p = 0; p < 4; ++p) {
+    PackRecord pack = make_pack();
+    if (p == 2) pack.condemned_unix = 1;  // condemned blobs are listed too
+    std::vector<BlobRecord> blobs;
+    for (uint64_t i = 0; i < 25; ++i) {
+      blobs.push_back(make_blob(i * 10));
+      pack_of[blobs.back().id] = pack.id;
+    }
+    cat->add_pack(pack, blobs);
+  }
+  std::vector<Id> order;
+  cat->for_each_blob_location([&](const BlobLocation& loc) {
+    order.push_back(loc.blob.id);
+    CHECK(pack_of.at(loc.blob.id) == loc.pack);
+    CHECK(loc.blob.stored_length == 1000 + loc.blob.offset);
+  });
+  CHECK(order.size() == 100);
+  CHECK(std::is_sorted(order.begin(), order.end()));
+  cat->limit_cache(1 << 20);  // smaller cache, same answers
+  CHECK(cat->blob_count() == 100);
 }
 
 TEST_CASE("catalog stores trees", "[catalog]") {

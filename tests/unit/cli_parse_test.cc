@@ -9,6 +9,7 @@
 using namespace keel;
 using keel::cli::parse_duration;
 using keel::cli::parse_fraction;
+using keel::cli::parse_size;
 using std::chrono::seconds;
 
 namespace {
@@ -34,6 +35,7 @@ TEST_CASE("parse_duration reads s, m, h and d, alone and combined", "[cli][parse
   CHECK(parse_duration("2d", "--rto") == seconds(2 * 86400));
   CHECK(parse_duration("1d2h3m4s", "--rto") == seconds(86400 + 7200 + 180 + 4));
   CHECK(parse_duration("120m", "--rto") == seconds(7200));  // no carrying rules: any count per unit
+  CHECK(parse_duration("0", "--grace") == seconds(0));       // zero needs no unit
 }
 
 TEST_CASE("parse_duration rejects what it cannot read, naming the option and value", "[cli][parse]") {
@@ -63,4 +65,30 @@ TEST_CASE("parse_fraction rejects values outside (0, 1] and junk", "[cli][parse]
                Catch::Contains("--sample") && Catch::Contains(std::string("'") + bad + "'"));
   }
   CHECK_THAT(usage_error([] { parse_fraction("50", "--sample"); }), Catch::Contains("did you mean 50%?"));
+}
+
+TEST_CASE("parse_fraction allows 0 where asked to", "[cli][parse]") {
+  CHECK(parse_fraction("0", "--repack-threshold", true) == 0.0);
+  CHECK(parse_fraction("0%", "--repack-threshold", true) == 0.0);
+  CHECK(parse_fraction("50%", "--repack-threshold", true) == Approx(0.5));
+  for (const char* bad : {"-1%", "101%", "x", ""}) {
+    INFO(bad);
+    CHECK_THAT(usage_error([&] { parse_fraction(bad, "--repack-threshold", true); }),
+               Catch::Contains("--repack-threshold") && Catch::Contains("from 0 to 1"));
+  }
+}
+
+TEST_CASE("parse_size reads bytes and binary units", "[cli][parse]") {
+  CHECK(parse_size("0", "--max-repack") == 0);
+  CHECK(parse_size("4096", "--max-repack") == 4096);
+  CHECK(parse_size("1K", "--max-repack") == 1024);
+  CHECK(parse_size("500M", "--max-repack") == 500ull << 20);
+  CHECK(parse_size("10GiB", "--max-repack") == 10ull << 30);
+  CHECK(parse_size("2GB", "--max-repack") == 2ull << 30);
+  CHECK(parse_size("1T", "--max-repack") == 1ull << 40);
+  for (const char* bad : {"", "G", "1.5G", "-1G", "10X", "10Gi", "10 G", "10g", "99999999999999999999", "20000000T"}) {
+    INFO(bad);
+    CHECK_THAT(usage_error([&] { parse_size(bad, "--max-repack"); }),
+               Catch::Contains("--max-repack") && Catch::Contains(std::string("'") + bad + "'"));
+  }
 }

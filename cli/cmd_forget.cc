@@ -1,0 +1,124 @@
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/json.h"
+#include "cli/prune_cli.h"
+#include "engine/forget.h"
+#include "util/error.h"
+
+namespace keel::cli {
+namespace {
+
+std::string joined(const std::vector<std::string>& values, const char* separator) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : separator) + v;
+  return out;
+}
+
+engine::GroupBy parse_group_by(const std::string& text) {
+  if (text == "host,paths" || text == "paths,host") return engine::GroupBy::kHostAndPaths;
+  if (text == "host") return engine::GroupBy::kHost;
+  if (text == "none") return engine::GroupBy::kNone;
+  throw Error(ErrorKind::kUsage, "--group-by '" + text + "': give host,paths, host or none");
+}
+
+void print_decisions(const std::vector<engine::ForgetDecision>& decisions, engine::GroupBy group_by, bool dry_run) {
+  std::string group;
+  for (const engine::ForgetDecision& d : decisions) {
+    const catalog::SnapshotRecord& s = d.snapshot;
+    std::string this_group = group_by == engine::GroupBy::kNone ? "all snapshots"
+                             : group_by == engine::GroupBy::kHost
+                                 ? "host " + s.host
+                                 : "host " + s.host + ", paths " + joined(s.paths, ",");
+    if (this_group != group) {
+      std::printf("%s%s:\n", group.empty() ? "" : "\n", this_group.c_str());
+      group = this_group;
+    }
+    std::string tags = s.tags.empty() ? "" : "  [" + joined(s.tags, ",") + "]";
+    const char* verdict = d.keep ? "keep" : dry_run ? "would remove" : "remove";
+    std::printf("  %-12s %s  %s%s%s%s\n", verdict, s.id.short_hex().c_str(), local_time(s.time_ns).c_str(), tags.c_str(),
+                d.keep ? "  " : "", joined(d.reasons, ", ").c_str());
+  }
+}
+
+}  // namespace
+
+int cmd_forget(App& app, const Args& args) {
+  engine::RetentionPolicy policy;
+  engine::SnapshotSelection selection;
+  std::vector<std::string> jobs;
+  std::string group_by = "host,paths";
+  bool dry_run = false, and_prune = false;
+  PruneFlags prune_flags;
+  po::options_description opts(
+      "keel forget [policy] [selection]: remove snapshots a retention policy does not keep (their data is "
+      "reclaimed by keel prune). A snapshot kept by any rule is kept; rules apply per group (host and paths)");
+  opts.add_options()
+      ("keep-last", po::value(&policy.last), "keep the N newest snapshots")
+      ("keep-hourly", po::value(&policy.hourly), "keep the newest snapshot of each of the last N hours that have one")
+      ("keep-daily", po::value(&policy.daily), "... of each of the last N days")
+      ("keep-weekly", po::value(&policy.weekly), "... of each of the last N ISO weeks (Monday first)")
+      ("keep-monthly", po::value(&policy.monthly), "... of each of the last N months")
+      ("keep-yearly", po::value(&policy.yearly), "... of each of the last N years (all in local time)")
+      ("keep-tag", po::value(&policy.keep_tags)->composing(), "always keep snapshots with this tag (repeatable)")
+      ("host", po::value(&selection.hosts)->composing(), "only snapshots of this host (repeatable: any of them)")
+      ("tag", po::value(&selection.tags)->composing(), "only snapshots with this tag (repeatable: all of them)")
+      ("job", po::value(&jobs)->composing(), "only snapshots of this job (same as --tag job:NAME)")
+      ("path", po::value(&selection.paths)->composing(), "only snapshots of this path (repeatable: all of them)")
+      ("group-by", po::value(&group_by)->default_value(group_by), "apply the policy per host,paths, per host, or none")
+      ("dry-run,n", po::bool_switch(&dry_run), "show what would be removed and why the rest is kept")
+      ("prune", po::bool_switch(&and_prune), "run keel prune afterwards (takes the prune options below)");
+  add_prune_options(opts, prune_flags);
+  po::variables_map vm;
+  if (!app.parse(args, opts, {}, vm)) return 0;
+  for (const std::string& job : jobs) selection.tags.push_back("job:" + job);
+  engine::GroupBy grouping = parse_group_by(group_by);
+  engine::plan_forget({}, selection, policy, grouping);  // refuses an empty policy before asking for a password
+  engine::PruneOptions prune_options_parsed = prune_options(prune_flags, dry_run);
+
+  auto repo = app.open_repository();
+  std::vector<engine::ForgetDecision> decisions = engine::forget(*repo, selection, policy, grouping, dry_run);
+  size_t kept = 0;
+  for (const auto& d : decisions) kept += d.keep;
+  std::optional<engine::PruneResult> pruned;
+  if (and_prune) {
+    ProgressLine line(app.progress_enabled(), [](double t) { return "[" + human_duration(t) + "] pruning"; });
+    pruned = engine::prune(*repo, prune_options_parsed);
+  }
+
+  if (app.global.json) {
+    Json j;
+    j.begin_object().field("dry_run", dry_run).field("kept", static_cast<uint64_t>(kept)).field(
+        "removed", static_cast<uint64_t>(decisions.size() - kept));
+    j.key("snapshots").begin_array();
+    for (const auto& d : decisions) {
+      j.begin_object()
+          .field("id", d.snapshot.id.hex())
+          .field("time", iso_time(d.snapshot.time_ns))
+          .field("host", d.snapshot.host)
+          .field("paths", d.snapshot.paths)
+          .field("tags", d.snapshot.tags)
+          .field("keep", d.keep)
+          .field("reasons", d.reasons)
+          .end_object();
+    }
+    j.end_array();
+    if (pruned) {
+      j.key("prune");
+      prune_json(j, *pruned);
+    }
+    j.end_object();
+    std::cout << j.str() << "\n";
+    return 0;
+  }
+  if (!app.global.quiet) print_decisions(decisions, grouping, dry_run);
+  app.say(std::string(dry_run ? "would remove " : "removed ") + std::to_string(decisions.size() - kept) +
+          " snapshots, kept " + std::to_string(kept));
+  if (pruned) print_prune(app, *pruned);
+  return 0;
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,75 @@
+#include "engine/condemnation.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "engine/sealed_object.h"
+#include "util/codec.h"
+#include "util/error.h"
+
+namespace keel::engine {
+namespace {
+
+constexpr std::string_view kCondemnationMagic = "KEELCDM1";
+
+void encode_ids(Encoder& e, const std::vector<Id>& ids) {
+  e.varint(ids.size());
+  for (const Id& id : ids) e.id(id);
+}
+
+std::vector<Id> decode_ids(Decoder& d) {
+  uint64_t n = d.varint();
+  if (n > d.remaining() / Id::kSize) d.fail("id count exceeds the record");
+  std::vector<Id> ids(n);
+  for (Id& id : ids) id = d.id();
+  return ids;
+}
+
+Bytes encode_condemnation(const Condemnation& c) {
+  Encoder e;
+  e.u8(1);
+  e.id(c.id);
+  e.svarint(c.condemned_unix);
+  e.str(c.host);
+  encode_ids(e, c.packs);
+  e.u8(c.running_backups ? 1 : 0);
+  if (c.running_backups) encode_ids(e, *c.running_backups);
+  return e.take();
+}
+
+Condemnation decode_condemnation(ByteView body, const std::string& what) {
+  Decoder d(body, what);
+  if (d.u8() != 1) d.fail("unsupported condemnation version");
+  Condemnation c;
+  c.id = d.id();
+  c.condemned_unix = d.svarint();
+  c.host = d.str();
+  c.packs = decode_ids(d);
+  if (d.u8()) c.running_backups = decode_ids(d);
+  d.expect_done();
+  return c;
+}
+
+}  // namespace
+
+std::string condemnation_key(const Id& record) { return std::string(kCondemnedPrefix) + record.hex(); }
+
+void put_condemnation(targets::Target& target, const Key256& key, const Condemnation& record) {
+  target.put(condemnation_key(record.id), seal_object(kCondemnationMagic, key, encode_condemnation(record), record.id.view()));
+}
+
+std::vector<Condemnation> list_condemnations(targets::Target& target, const Key256& key) {
+  std::vector<Condemnation> records;
+  for_each_object(target, kCondemnedPrefix, kCondemnationMagic, "condemnation", key,
+                  [&](const Id& id, ByteView body, const std::string& what) {
+                    Condemnation c = decode_condemnation(body, what);
+                    if (c.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another condemnation");
+                    records.push_back(std::move(c));
+                  });
+  std::sort(records.begin(), records.end(), [](const Condemnation& a, const Condemnation& b) {
+    return std::tie(a.condemned_unix, a.id) < std::tie(b.condemned_unix, b.id);
+  });
+  return records;
+}
+
+}  // namespace keel::engine

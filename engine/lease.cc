@@ -1,0 +1,158 @@
+#include "engine/lease.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <tuple>
+
+#include "engine/sealed_object.h"
+#include "util/codec.h"
+#include "util/error.h"
+#include "util/host.h"
+
+namespace keel::engine {
+namespace {
+
+constexpr std::string_view kLeaseMagic = "KEELLSE1";
+
+Bytes encode_lease(const LeaseRecord& r) {
+  Encoder e;
+  e.varint(1);  // version
+  e.id(r.id);
+  e.str(r.host);
+  e.svarint(r.pid);
+  e.svarint(r.created_unix);
+  e.svarint(r.expires_unix);
+  return e.take();
+}
+
+LeaseRecord decode_lease(ByteView body, const std::string& what) {
+  Decoder d(body, what);
+  if (d.varint() != 1) d.fail("unsupported lease version");
+  LeaseRecord r;
+  r.id = d.id();
+  r.host = d.str();
+  r.pid = d.svarint();
+  r.created_unix = d.svarint();
+  r.expires_unix = d.svarint();
+  d.expect_done();
+  return r;
+}
+
+std::string utc_time(int64_t unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  char buf[32];
+  if (!gmtime_r(&t, &tm) || std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+    return std::to_string(unix_seconds);
+  }
+  return buf;
+}
+
+Error locked_by(const LeaseRecord& holder, const targets::Target& target) {
+  return Error(ErrorKind::kLocked, target.describe() + " is locked by a maintenance run on " + holder.host + " (pid " +
+                                       std::to_string(holder.pid) + ") since " + utc_time(holder.created_unix) +
+                                       ", valid until " + utc_time(holder.expires_unix) +
+                                       " unless refreshed; wait for it to finish, or remove " +
+                                       lease_key(kLockPrefix, holder.id) + " if that process is gone");
+}
+
+}  // namespace
+
+int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+std::string lease_key(std::string_view prefix, const Id& lease) { return std::string(prefix) + lease.hex(); }
+
+Lease::Lease(targets::Target& target, const Key256& key, std::string_view prefix, LeaseOptions options)
+    : target_(target), key_(key), prefix_(prefix), options_(std::move(options)) {
+  record_.id = Id::random();
+  record_.host = local_hostname();
+  record_.pid = ::getpid();
+  record_.created_unix = options_.clock();
+  write(record_.created_unix);
+  refresher_ = std::thread([this] { refresh_loop(); });
+}
+
+Lease::~Lease() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  refresher_.join();
+  try {
+    target_.remove(lease_key(prefix_, record_.id));
+  } catch (const Error&) {
+    // It expires on its own.
+  }
+}
+
+void Lease::write(int64_t now) {
+  LeaseRecord next;
+  {
+    std::lock_guard lock(mu_);
+    next = record_;
+  }
+  next.expires_unix = now + options_.ttl.count();
+  target_.put(lease_key(prefix_, next.id), seal_object(kLeaseMagic, key_, encode_lease(next), next.id.view()));
+  std::lock_guard lock(mu_);
+  record_.expires_unix = next.expires_unix;
+}
+
+void Lease::refresh_loop() {
+  std::unique_lock lock(mu_);
+  while (!stop_cv_.wait_for(lock, options_.refresh, [this] { return stopping_; })) {
+    lock.unlock();
+    try {
+      write(options_.clock());
+    } catch (const Error&) {
+      // Tried again at the next interval; check_held() tells whether it lapsed.
+    }
+    lock.lock();
+  }
+}
+
+LeaseRecord Lease::record() const {
+  std::lock_guard lock(mu_);
+  return record_;
+}
+
+void Lease::check_held() const {
+  LeaseRecord r = record();
+  int64_t now = options_.clock();
+  if (now + options_.ttl.count() / 4 >= r.expires_unix) {
+    throw Error(ErrorKind::kFailure, "could not refresh " + lease_key(prefix_, r.id) + " on " + target_.describe() +
+                                         " since before " + utc_time(r.expires_unix - options_.ttl.count()) +
+                                         "; others may treat it as expired, so this run stops here");
+  }
+}
+
+std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key, std::string_view prefix) {
+  std::vector<LeaseRecord> leases;
+  for_each_object(target, prefix, kLeaseMagic, "lease", key, [&](const Id& id, ByteView body, const std::string& what) {
+    LeaseRecord r = decode_lease(body, what);
+    if (r.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another lease");
+    leases.push_back(std::move(r));
+  });
+  return leases;
+}
+
+std::unique_ptr<Lease> acquire_lock(targets::Target& target, const Key256& key, LeaseOptions options) {
+  int64_t now = options.clock();
+  for (const LeaseRecord& other : list_leases(target, key, kLockPrefix)) {
+    if (!other.expired(now)) throw locked_by(other, target);
+    target.remove(lease_key(kLockPrefix, other.id));  // left by a run that died
+  }
+  auto lock = std::make_unique<Lease>(target, key, kLockPrefix, std::move(options));
+  LeaseRecord mine = lock->record();
+  for (const LeaseRecord& other : list_leases(target, key, kLockPrefix)) {
+    if (other.id == mine.id || other.expired(now)) continue;
+    if (std::tie(other.created_unix, other.id) < std::tie(mine.created_unix, mine.id)) {
+      lock.reset();  // the earlier one wins
+      throw locked_by(other, target);
+    }
+  }
+  return lock;
+}
+
+}  // namespace keel::engine

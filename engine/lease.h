@@ -1,0 +1,93 @@
+// Leases: small objects on the target that say "this process is busy here
+// until T". A lease is written when taken, rewritten with a later expiry
+// while held, and removed when released; one left by a process that died
+// expires on its own.
+//
+//   locks/<id>     the maintenance lock (prune): exclusive, see acquire_lock
+//   running/<id>   a backup in progress: not a lock, nothing waits for it to
+//                  start; prune defers deleting packs while a backup that
+//                  may use them runs (docs/maintenance.md)
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "engine/crypto.h"
+#include "targets/target.h"
+
+namespace keel::engine {
+
+// Seconds since the Unix epoch; injectable so tests can move time.
+using UnixClock = std::function<int64_t()>;
+int64_t unix_now();
+
+inline constexpr std::string_view kLockPrefix = "locks/";
+inline constexpr std::string_view kRunningPrefix = "running/";
+
+struct LeaseRecord {
+  Id id;
+  std::string host;
+  int64_t pid = 0;
+  int64_t created_unix = 0;
+  int64_t expires_unix = 0;
+
+  bool expired(int64_t now_unix) const { return now_unix >= expires_unix; }
+};
+
+struct LeaseOptions {
+  std::chrono::seconds ttl{30 * 60};     // expiry, counted from each write
+  std::chrono::seconds refresh{5 * 60};  // rewrite this often while held
+  UnixClock clock = unix_now;
+};
+
+std::string lease_key(std::string_view prefix, const Id& lease);
+
+class Lease {
+ public:
+  // Writes a new lease under `prefix` and refreshes it on a thread.
+  Lease(targets::Target& target, const Key256& key, std::string_view prefix, LeaseOptions options = {});
+  ~Lease();  // stops refreshing and removes the object (best effort: it expires anyway)
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  LeaseRecord record() const;
+  // Throws Error(kFailure) unless the lease is valid for a while yet: when
+  // refreshes have failed for most of the ttl, others may soon treat it as
+  // expired, and work that relies on it must not commit.
+  void check_held() const;
+
+ private:
+  void write(int64_t now);
+  void refresh_loop();
+
+  targets::Target& target_;
+  const Key256& key_;
+  std::string prefix_;
+  LeaseOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  LeaseRecord record_;  // as last written successfully
+  std::thread refresher_;
+};
+
+// Every lease under `prefix`, expired ones included. Foreign names and
+// objects that vanish while listed are skipped; one that does not open
+// throws Error(kIntegrity) naming it (remove it by hand if no keel wrote it).
+std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key, std::string_view prefix);
+
+// Takes the exclusive maintenance lock. Expired locks are removed; an
+// unexpired one held by someone else refuses with Error(kLocked) naming its
+// holder. Two runs racing for it both write theirs, look again, and the one
+// with the later (created, id) backs off.
+std::unique_ptr<Lease> acquire_lock(targets::Target& target, const Key256& key, LeaseOptions options = {});
+
+}  // namespace keel::engine

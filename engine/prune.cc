@@ -1,0 +1,337 @@
+#include "engine/prune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "engine/condemnation.h"
+#include "engine/live_blobs.h"
+#include "engine/pack.h"
+#include "util/checksum.h"
+#include "util/error.h"
+#include "util/host.h"
+#include "util/thread_pool.h"
+
+namespace keel::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Prune reads every page of the blob and tree tables once: a large page
+// cache gains nothing there and would make its memory grow with the index.
+constexpr uint64_t kScanCacheBytes = 8ull << 20;
+// Repack reads live blobs in ranges that skip dead gaps larger than this.
+constexpr uint64_t kRepackGap = 256ull << 10;
+constexpr uint64_t kRepackRead = 16ull << 20;
+// Parts of new packs in flight while repacking.
+constexpr size_t kRepackBudget = 64ull << 20;
+// Unfinished uploads are removed only when older than the grace period and
+// than this: an hour when no backup runs (a backup started since the leases
+// were listed has only young uploads), a day while one does (as backups
+// themselves clean up).
+constexpr std::chrono::seconds kStaleUploadIdle{3600};
+constexpr std::chrono::seconds kStaleUploadBusy{24 * 3600};
+
+double live_share(uint64_t live_bytes, uint64_t size) {
+  return size == 0 ? 0.0 : static_cast<double>(live_bytes) / static_cast<double>(size);
+}
+
+class PruneRun {
+ public:
+  PruneRun(Repository& repo, const PruneOptions& options) : repo_(repo), options_(options) {
+    result_.dry_run = options.dry_run;
+  }
+
+  PruneResult run() {
+    auto started = Clock::now();
+    if (!options_.dry_run) lock_ = acquire_lock(repo_.target(), repo_.keys().data, LeaseOptions{.clock = options_.clock});
+    repo_.catalog().limit_cache(kScanCacheBytes);
+    repo_.sync_catalog();
+    mark();
+    plan();
+    if (!options_.dry_run) {
+      condemn();
+      repack();
+    }
+    settle();
+    if (!options_.dry_run) {
+      std::chrono::seconds min_age = std::max(options_.grace, running_.empty() ? kStaleUploadIdle : kStaleUploadBusy);
+      result_.stale_uploads_removed = repo_.target().remove_stale_uploads(min_age);
+    }
+    result_.live_blobs = live_->live_blobs();
+    result_.trees_walked = live_->trees_walked();
+    result_.mark_memory_bytes = live_->memory_bytes();
+    result_.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return std::move(result_);
+  }
+
+ private:
+  void check_cancel() {
+    if (options_.cancel && options_.cancel->load()) throw Error(ErrorKind::kInterrupted, "prune interrupted");
+  }
+
+  void mark() {
+    packs_ = repo_.catalog().list_packs();
+    std::vector<catalog::SnapshotRecord> snapshots = repo_.catalog().list_snapshots();
+    live_ = std::make_unique<LiveBlobs>(repo_.catalog(), packs_);
+    for (const catalog::SnapshotRecord& s : snapshots) {
+      check_cancel();
+      live_->mark(repo_, s);
+      marked_snapshots_.insert(s.id);
+    }
+    result_.snapshots = snapshots.size();
+    result_.packs = packs_.size();
+    result_.blobs = live_->blobs();
+    result_.unindexed_references = live_->unindexed_references();
+  }
+
+  // Phase 1's decisions: packs to condemn and packs to repack.
+  void plan() {
+    std::vector<LiveBlobs::PackUse> use = live_->pack_use();
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < packs_.size(); ++i) {
+      const catalog::PackRecord& p = packs_[i];
+      result_.pack_bytes += p.size;
+      if (p.condemned_unix) continue;  // settled after marking again
+      if (use[i].live_blobs == 0) {
+        condemned_.push_back(i);
+        decide(p, PackAction::kCondemn, 0);
+        ++result_.packs_condemned;
+      } else if (live_share(use[i].live_bytes, p.size) < options_.repack_threshold) {
+        candidates.push_back(i);
+      }
+    }
+    // Emptiest first: the most space for the least copying.
+    std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+      return live_share(use[a].live_bytes, packs_[a].size) < live_share(use[b].live_bytes, packs_[b].size);
+    });
+    uint64_t budget = options_.max_repack;
+    for (size_t i : candidates) {
+      if (packs_[i].size > budget) continue;
+      budget -= packs_[i].size;
+      repacked_.push_back(i);
+      decide(packs_[i], PackAction::kRepack, use[i].live_bytes);
+      ++result_.packs_repacked;
+    }
+  }
+
+  PackDecision& decide(const catalog::PackRecord& pack, PackAction action, uint64_t live_bytes) {
+    return result_.decisions.emplace_back(PackDecision{pack.id, action, pack.size, live_bytes});
+  }
+
+  // Records the condemnation on the target first (so that every host's next
+  // backup sees it), then in the catalog, then lists the running backups: a
+  // backup that listed the condemnations before the record existed wrote its
+  // lease before that, so it is on this list and the packs wait for it.
+  void condemn() {
+    if (condemned_.empty() && repacked_.empty()) return;
+    check_cancel();
+    Condemnation record;
+    record.id = Id::random();
+    record.condemned_unix = options_.clock();
+    record.host = local_hostname();
+    for (const std::vector<size_t>* set : {&condemned_, &repacked_}) {
+      for (size_t i : *set) record.packs.push_back(packs_[i].id);
+    }
+    put_condemnation(repo_.target(), repo_.keys().data, record);
+    repo_.catalog().transaction([&] {
+      for (const Id& pack : record.packs) repo_.catalog().set_condemned(pack, record.condemned_unix);
+    });
+    std::vector<Id> running;
+    for (const LeaseRecord& lease : running_leases()) running.push_back(lease.id);
+    record.running_backups = running;
+    put_condemnation(repo_.target(), repo_.keys().data, record);
+  }
+
+  std::vector<LeaseRecord> running_leases() {
+    std::vector<LeaseRecord> alive;
+    int64_t now = options_.clock();
+    for (LeaseRecord& lease : list_leases(repo_.target(), repo_.keys().data, kRunningPrefix)) {
+      if (!lease.expired(now)) alive.push_back(std::move(lease));
+    }
+    return alive;
+  }
+
+  // Copies the live blobs of the packs to repack into new packs. They were
+  // condemned first, so the new packs' index entries replace theirs (here
+  // and on every host that syncs later). A blob that fails its checksum is
+  // left where it is; its pack then stays in use when settled.
+  void repack() {
+    if (repacked_.empty()) return;
+    ThreadPool uploads(2, 8);
+    ByteBudget budget(kRepackBudget);
+    std::atomic<uint64_t> packs_written{0}, bytes_written{0};
+    auto on_commit = [&](const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs) {
+      repo_.catalog().add_pack(pack, blobs);
+      ++packs_written;
+      bytes_written += pack.size;
+    };
+    PackWriterOptions writer_options{repo_.config().pack_size, repo_.config().part_size};
+    PackWriter data(repo_.target(), repo_.keys().data, catalog::BlobType::kData, writer_options, uploads, budget, on_commit);
+    PackWriter trees(repo_.target(), repo_.keys().data, catalog::BlobType::kTree, writer_options, uploads, budget, on_commit);
+    Bytes buffer;
+    for (size_t i : repacked_) {
+      check_cancel();
+      const catalog::PackRecord& pack = packs_[i];
+      std::vector<catalog::BlobRecord> blobs = repo_.catalog().blobs_in_pack(pack.id);
+      std::erase_if(blobs, [&](const catalog::BlobRecord& b) { return !live_->live(b.id); });
+      std::string key = pack_key(pack.id);
+      for (const PackRead& read : coalesce_reads(blobs, kRepackGap, kRepackRead)) {
+        buffer.resize(read.length);
+        if (repo_.target().get_range(key, read.offset, buffer) != buffer.size()) {
+          throw Error(ErrorKind::kIntegrity, "pack " + pack.id.hex() + " on " + repo_.target().describe() +
+                                                 " is shorter than the index says; run keel check");
+        }
+        for (size_t b = read.first; b < read.first + read.count; ++b) {
+          const catalog::BlobRecord& blob = blobs[b];
+          ByteView sealed(buffer.data() + (blob.offset - read.offset), blob.stored_length);
+          if (xxh3_64(sealed) != blob.xxh3) {
+            result_.warnings.push_back("blob " + blob.id.short_hex() + " in pack " + pack.id.hex() +
+                                       " fails its checksum: not repacked, the pack stays (run keel check)");
+            continue;
+          }
+          (blob.type == catalog::BlobType::kTree ? trees : data).add(blob.id, blob.raw_length, sealed);
+          result_.bytes_repacked += blob.stored_length;
+        }
+      }
+    }
+    data.flush();
+    trees.flush();
+    result_.packs_written = packs_written;
+    result_.bytes_written = bytes_written;
+  }
+
+  // Phase 2: every condemned pack is deleted, kept waiting or resurrected.
+  // Running backups are listed before the catalog is synced again: one that
+  // has ended since wrote its snapshot before removing its lease, so marking
+  // the snapshots found now sees what it used.
+  void settle() {
+    if (lock_) lock_->check_held();
+    check_cancel();
+    running_ = running_leases();
+    result_.running_backups = running_.size();
+    std::set<Id> running_ids;
+    for (const LeaseRecord& lease : running_) running_ids.insert(lease.id);
+    std::vector<Condemnation> records = list_condemnations(repo_.target(), repo_.keys().data);
+    if (options_.dry_run) {
+      add_planned_record(records, running_ids);
+    } else {
+      remove_expired_running_leases();
+      repo_.sync_catalog();
+      for (const catalog::SnapshotRecord& s : repo_.catalog().list_snapshots()) {
+        if (marked_snapshots_.insert(s.id).second) live_->mark(repo_, s);
+      }
+    }
+    std::map<Id, catalog::PackRecord> packs;
+    for (catalog::PackRecord& p : repo_.catalog().list_packs()) packs.emplace(p.id, std::move(p));
+    int64_t now = options_.clock();
+    for (Condemnation& record : records) {
+      check_cancel();
+      bool changed = !record.running_backups.has_value();
+      if (!record.running_backups) record.running_backups = std::vector<Id>(running_ids.begin(), running_ids.end());
+      size_t waiting = std::count_if(record.running_backups->begin(), record.running_backups->end(),
+                                     [&](const Id& id) { return running_ids.count(id) != 0; });
+      std::vector<Id> remaining;
+      for (const Id& id : record.packs) {
+        auto it = packs.find(id);
+        if (it == packs.end()) {  // deleted already (by a run that stopped before updating the record)
+          changed = true;
+          continue;
+        }
+        const catalog::PackRecord& pack = it->second;
+        // A dry run's planned repack would have moved the live blobs out.
+        uint64_t live_bytes = planned_repacks_.count(id) ? 0 : live_bytes_in(pack.id);
+        PackDecision& d = decide(pack, PackAction::kWait, live_bytes);
+        d.condemned_unix = record.condemned_unix;
+        if (live_bytes > 0) {
+          d.action = PackAction::kResurrect;
+          ++result_.packs_resurrected;
+          if (!options_.dry_run) repo_.catalog().set_condemned(pack.id, std::nullopt);
+          changed = true;
+        } else if (now - record.condemned_unix >= options_.grace.count() && waiting == 0) {
+          d.action = PackAction::kDelete;
+          ++result_.packs_deleted;
+          result_.bytes_deleted += pack.size;
+          if (!options_.dry_run) {
+            repo_.target().remove(pack_key(pack.id));
+            repo_.catalog().remove_pack(pack.id);
+          }
+          changed = true;
+        } else {
+          d.deletable_unix = record.condemned_unix + options_.grace.count();
+          d.waiting_for_backups = waiting;
+          ++result_.packs_waiting;
+          result_.bytes_waiting += pack.size;
+          remaining.push_back(id);
+        }
+      }
+      if (options_.dry_run || !changed) continue;
+      record.packs = std::move(remaining);
+      if (record.packs.empty()) {
+        repo_.target().remove(condemnation_key(record.id));
+      } else {
+        put_condemnation(repo_.target(), repo_.keys().data, record);
+      }
+    }
+  }
+
+  // A dry run condemns nothing, so it judges the packs it would condemn as
+  // a record written now; repacked ones count as emptied by the copy.
+  void add_planned_record(std::vector<Condemnation>& records, const std::set<Id>& running_ids) {
+    Condemnation planned;
+    planned.condemned_unix = options_.clock();
+    planned.running_backups = std::vector<Id>(running_ids.begin(), running_ids.end());
+    for (size_t i : condemned_) planned.packs.push_back(packs_[i].id);
+    for (size_t i : repacked_) {
+      planned.packs.push_back(packs_[i].id);
+      planned_repacks_.insert(packs_[i].id);
+    }
+    if (!planned.packs.empty()) records.push_back(std::move(planned));
+  }
+
+  void remove_expired_running_leases() {
+    int64_t now = options_.clock();
+    for (const LeaseRecord& lease : list_leases(repo_.target(), repo_.keys().data, kRunningPrefix)) {
+      if (lease.expired(now)) repo_.target().remove(lease_key(kRunningPrefix, lease.id));  // a backup that died
+    }
+  }
+
+  uint64_t live_bytes_in(const Id& pack) {
+    uint64_t bytes = 0;
+    for (const catalog::BlobRecord& b : repo_.catalog().blobs_in_pack(pack)) {
+      if (live_->live(b.id)) bytes += b.stored_length;
+    }
+    return bytes;
+  }
+
+  Repository& repo_;
+  const PruneOptions& options_;
+  PruneResult result_;
+  std::unique_ptr<Lease> lock_;
+  std::vector<catalog::PackRecord> packs_;  // as marked; indexes below refer to it
+  std::unique_ptr<LiveBlobs> live_;
+  std::set<Id> marked_snapshots_;
+  std::vector<size_t> condemned_;
+  std::vector<size_t> repacked_;
+  std::set<Id> planned_repacks_;  // dry run only
+  std::vector<LeaseRecord> running_;
+};
+
+}  // namespace
+
+const char* pack_action_name(PackAction action) {
+  switch (action) {
+    case PackAction::kCondemn: return "condemn";
+    case PackAction::kRepack: return "repack";
+    case PackAction::kDelete: return "delete";
+    case PackAction::kWait: return "wait";
+    case PackAction::kResurrect: return "resurrect";
+  }
+  return "?";
+}
+
+PruneResult prune(Repository& repo, const PruneOptions& options) { return PruneRun(repo, options).run(); }
+
+}  // namespace keel::engine

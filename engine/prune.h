@@ -1,0 +1,88 @@
+// Prune: reclaims the space of data no snapshot needs any more, in two
+// phases, so that backups running at the same time never lose data and need
+// no lock (docs/maintenance.md has the reasoning):
+//
+// 1. Mark: sync the catalog with the target (snapshots and packs of other
+//    hosts), then mark every blob reachable from a snapshot (LiveBlobs).
+// 2. Condemn: packs without a live blob are condemned: recorded on the
+//    target (condemned/<id>, see condemnation.h) and in the catalog.
+//    Backups that start later no longer dedupe against them. Packs whose
+//    live share fell under the repack threshold are condemned as well, and
+//    their live blobs copied (sealed bytes as they are, checked on the way)
+//    into new packs that take over their index entries.
+// 3. Delete: a condemned pack goes once the grace period has passed since it
+//    was condemned, every backup that was running then has ended, and it is
+//    still unused after marking again; one that a backup used meanwhile is
+//    taken back into use (resurrected).
+//
+// A maintenance lock (locks/, lease.h) keeps a second prune away.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/lease.h"
+#include "engine/repository.h"
+
+namespace keel::engine {
+
+struct PruneOptions {
+  std::chrono::seconds grace{24 * 3600};  // from condemnation to deletion; 0: both in one run
+  double repack_threshold = 0.5;          // repack packs whose live share is below this; 0: never
+  uint64_t max_repack = std::numeric_limits<uint64_t>::max();  // bytes of packs repacked in one run
+  bool dry_run = false;                   // decide and report, change nothing
+  UnixClock clock = unix_now;             // tests move time
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+enum class PackAction {
+  kCondemn,    // no live blob: condemned now
+  kRepack,     // live share under the threshold: live blobs copied, pack condemned
+  kDelete,     // condemned, grace passed, still unused: deleted
+  kWait,       // condemned, still waiting for its grace period or running backups
+  kResurrect,  // condemned, but a snapshot uses it again: back in use
+};
+
+const char* pack_action_name(PackAction action);  // "condemn", "repack", ...
+
+struct PackDecision {
+  Id pack;
+  PackAction action = PackAction::kCondemn;
+  uint64_t size = 0;
+  uint64_t live_bytes = 0;        // stored bytes of its blobs that snapshots use
+  int64_t condemned_unix = 0;     // kDelete, kWait, kResurrect: when it was condemned
+  int64_t deletable_unix = 0;     // kWait: when the grace period ends
+  size_t waiting_for_backups = 0; // kWait: backups running since it was condemned
+};
+
+struct PruneResult {
+  bool dry_run = false;
+  uint64_t snapshots = 0;
+  uint64_t blobs = 0;                 // indexed
+  uint64_t live_blobs = 0;
+  uint64_t trees_walked = 0;
+  uint64_t unindexed_references = 0;  // chunks snapshots use that no pack in the index holds
+  uint64_t packs = 0;                 // in the index when marking
+  uint64_t pack_bytes = 0;
+  uint64_t packs_condemned = 0, packs_repacked = 0, packs_deleted = 0, packs_waiting = 0, packs_resurrected = 0;
+  uint64_t packs_written = 0;         // new packs holding repacked blobs
+  uint64_t bytes_repacked = 0;        // live bytes copied
+  uint64_t bytes_written = 0;         // size of the new packs
+  uint64_t bytes_deleted = 0;
+  uint64_t bytes_waiting = 0;         // condemned, not yet deleted
+  size_t running_backups = 0;         // seen before deleting
+  size_t stale_uploads_removed = 0;
+  uint64_t mark_memory_bytes = 0;     // what marking held: LiveBlobs::memory_bytes
+  double seconds = 0;
+  std::vector<PackDecision> decisions;  // every pack acted on or waiting
+  std::vector<std::string> warnings;    // e.g. a damaged blob that could not be repacked
+};
+
+// Throws Error(kLocked) if another maintenance run holds the lock.
+PruneResult prune(Repository& repo, const PruneOptions& options);
+
+}  // namespace keel::engine

@@ -1,0 +1,526 @@
+// Prune on a local target in a temporary directory, with a clock the tests
+// move: two-phase deletion, resurrection, running backups, repacking, the
+// maintenance lock, and the compact mark structure.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <set>
+
+#include "agents/fs/fs_source.h"
+#include "engine/backup.h"
+#include "engine/check.h"
+#include "engine/forget.h"
+#include "engine/lease.h"
+#include "engine/live_blobs.h"
+#include "engine/pack.h"
+#include "engine/prune.h"
+#include "engine/restore.h"
+#include "targets/local/local_target.h"
+#include "util/error.h"
+
+using namespace keel;
+using namespace keel::engine;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kStart = 1'800'000'000;  // the fake clock's first reading
+constexpr int64_t kHour = 3600;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("keel-prune-test-" + Id::random().short_hex());
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+Bytes random_bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Bytes out(n);
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  return out;
+}
+
+// A repository with small chunks and packs (many packs from little data),
+// a source tree to back up, and a clock the test sets.
+struct Fixture {
+  TempDir dir;
+  int64_t now = kStart;
+  std::unique_ptr<Repository> repo;
+
+  Fixture() {
+    RepoConfig config;
+    config.chunker = {1024, 4096, 16384};
+    config.pack_size = 64 << 10;
+    config.part_size = 64 << 10;
+    repo = Repository::init(targets::local::open_local_target(repo_path(), true), config,
+                            {"secret", (dir.path / "catalog.db").string()});
+  }
+
+  std::string repo_path() const { return (dir.path / "repo").string(); }
+  std::string src(const std::string& name) const { return (dir.path / "src" / name).string(); }
+
+  // A second view of the same repository, as another host with its own catalog would have.
+  std::unique_ptr<Repository> open_elsewhere(const std::string& catalog_name) {
+    return Repository::open(targets::local::open_local_target(repo_path(), false),
+                            {"secret", (dir.path / catalog_name).string()});
+  }
+
+  void write(const std::string& path, size_t size, uint64_t seed) {
+    fs::create_directories(fs::path(path).parent_path());
+    Bytes data = random_bytes(size, seed);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  }
+
+  catalog::SnapshotRecord backup(const std::string& path) {
+    auto source = agents::fs::make_fs_source({path}, {});
+    BackupOptions options;
+    options.workers = 2;
+    BackupProgress progress;
+    return run_backup(*repo, *source, options, progress).snapshot;
+  }
+
+  PruneOptions options(int64_t grace_seconds) {
+    PruneOptions o;
+    o.grace = std::chrono::seconds(grace_seconds);
+    o.repack_threshold = 0;  // tests that repack ask for it
+    o.clock = [this] { return now; };
+    return o;
+  }
+
+  PruneResult prune(int64_t grace_seconds) { return engine::prune(*repo, options(grace_seconds)); }
+
+  // Removes snapshots of `path` the way keel forget does.
+  void forget_path(const std::string& path) {
+    RetentionPolicy keep_nothing_untagged;
+    keep_nothing_untagged.keep_tags = {"keep"};
+    forget(*repo, {.paths = {path}}, keep_nothing_untagged, GroupBy::kHostAndPaths, false);
+  }
+
+  std::set<std::string> keys(const std::string& prefix) {
+    std::set<std::string> out;
+    repo->target().list(prefix, [&](const targets::ObjectInfo& o) { out.insert(o.key); });
+    return out;
+  }
+
+  void check_clean() {
+    CheckOptions check;
+    check.read_data = true;
+    CheckResult result = run_check(*repo, check);
+    for (const auto& p : result.problems) FAIL_CHECK(p.message);
+  }
+
+  // Restores `snapshot` and compares every file under `path` with the source.
+  void restores_identical(const catalog::SnapshotRecord& snapshot, const std::string& path) {
+    fs::path out = dir.path / ("restore-" + Id::random().short_hex());
+    RestoreOptions options;
+    options.target_dir = out.string();
+    RestoreProgress progress;
+    RestoreResult result = run_restore(*repo, snapshot, options, progress);
+    CHECK(result.failures.empty());
+    size_t files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(path)) {
+      if (!entry.is_regular_file()) continue;
+      ++files;
+      fs::path restored = out / fs::path(entry.path()).relative_path();
+      std::ifstream a(entry.path(), std::ios::binary), b(restored, std::ios::binary);
+      std::string x((std::istreambuf_iterator<char>(a)), {}), y((std::istreambuf_iterator<char>(b)), {});
+      CHECK(x == y);
+    }
+    CHECK(files > 0);
+  }
+};
+
+size_t count(const PruneResult& r, PackAction action) {
+  return std::count_if(r.decisions.begin(), r.decisions.end(), [&](const PackDecision& d) { return d.action == action; });
+}
+
+std::set<Id> packs_of(Repository& repo) {
+  std::set<Id> ids;
+  for (const auto& p : repo.catalog().list_packs()) ids.insert(p.id);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("prune condemns unused packs and deletes them only after the grace period", "[prune]") {
+  Fixture f;
+  f.write(f.src("old/a.bin"), 200'000, 1);
+  f.write(f.src("keep/b.bin"), 150'000, 2);
+  f.backup(f.src("old"));
+  std::set<Id> old_packs = packs_of(*f.repo);
+  catalog::SnapshotRecord kept = f.backup(f.src("keep"));
+  f.forget_path(f.src("old"));
+  std::set<std::string> pack_keys_before = f.keys("packs/");
+
+  PruneResult first = f.prune(kHour);
+  CHECK(first.packs_condemned == old_packs.size());
+  CHECK(first.packs_deleted == 0);
+  CHECK(first.packs_waiting == old_packs.size());
+  CHECK(f.keys("packs/") == pack_keys_before);
+  CHECK(f.keys("condemned/").size() == 1);
+  for (const auto& p : f.repo->catalog().list_packs()) {
+    CHECK(p.condemned_unix.has_value() == (old_packs.count(p.id) > 0));
+  }
+
+  f.now += kHour / 2;
+  PruneResult early = f.prune(kHour);
+  CHECK(early.packs_condemned == 0);
+  CHECK(early.packs_deleted == 0);
+  CHECK(early.packs_waiting == old_packs.size());
+  for (const PackDecision& d : early.decisions) CHECK(d.deletable_unix == kStart + kHour);
+
+  f.now += kHour;
+  PruneResult late = f.prune(kHour);
+  CHECK(late.packs_deleted == old_packs.size());
+  CHECK(late.bytes_deleted > 150'000);
+  CHECK(f.keys("packs/").size() == pack_keys_before.size() - old_packs.size());
+  CHECK(f.keys("condemned/").empty());
+  CHECK(f.keys("locks/").empty());
+  for (const Id& id : old_packs) CHECK_FALSE(f.repo->catalog().has_pack(id));
+  f.check_clean();
+  f.restores_identical(kept, f.src("keep"));
+}
+
+TEST_CASE("prune with grace 0 condemns and deletes in one run", "[prune]") {
+  Fixture f;
+  f.write(f.src("old/a.bin"), 100'000, 3);
+  f.write(f.src("keep/b.bin"), 100'000, 4);
+  f.backup(f.src("old"));
+  size_t old_packs = packs_of(*f.repo).size();
+  catalog::SnapshotRecord kept = f.backup(f.src("keep"));
+  f.forget_path(f.src("old"));
+  PruneResult r = f.prune(0);
+  CHECK(r.packs_condemned == old_packs);
+  CHECK(r.packs_deleted == old_packs);
+  CHECK(r.live_blobs > 0);
+  CHECK(f.keys("condemned/").empty());
+  f.check_clean();
+  f.restores_identical(kept, f.src("keep"));
+
+  PruneResult again = f.prune(0);
+  CHECK(again.decisions.empty());
+}
+
+TEST_CASE("a snapshot that uses condemned data again brings its packs back", "[prune]") {
+  Fixture f;
+  f.write(f.src("old/a.bin"), 120'000, 5);
+  catalog::SnapshotRecord old = f.backup(f.src("old"));
+  f.write(f.src("keep/b.bin"), 50'000, 6);
+  f.backup(f.src("keep"));
+  f.forget_path(f.src("old"));
+  PruneResult condemned = f.prune(kHour);
+  REQUIRE(condemned.packs_condemned > 0);
+
+  // A backup that loaded its dedupe index before the condemnation finishes
+  // now: its snapshot refers to the condemned data (here: the old tree).
+  catalog::SnapshotRecord late = old;
+  late.id = Id::random();
+  f.repo->save_snapshot(late);
+
+  f.now += 2 * kHour;
+  PruneResult r = f.prune(kHour);
+  CHECK(r.packs_deleted == 0);
+  CHECK(r.packs_resurrected == condemned.packs_condemned);
+  CHECK(count(r, PackAction::kResurrect) == condemned.packs_condemned);
+  CHECK(f.keys("condemned/").empty());
+  for (const auto& p : f.repo->catalog().list_packs()) CHECK_FALSE(p.condemned_unix.has_value());
+  f.check_clean();
+  f.restores_identical(late, f.src("old"));
+}
+
+TEST_CASE("a backup after condemnation stores condemned data again instead of using it", "[prune]") {
+  Fixture f;
+  f.write(f.src("data/a.bin"), 150'000, 7);
+  f.backup(f.src("data"));
+  std::set<Id> first_packs = packs_of(*f.repo);
+  std::vector<Id> first_blobs;
+  for (const Id& id : first_packs) {
+    for (const auto& blob : f.repo->catalog().blobs_in_pack(id)) first_blobs.push_back(blob.id);
+  }
+  f.forget_path(f.src("data"));
+  f.prune(kHour);  // condemns everything
+
+  // Same content, new snapshot: nothing may refer to the condemned packs.
+  BackupProgress progress;
+  auto source = agents::fs::make_fs_source({f.src("data")}, {});
+  BackupResult again = run_backup(*f.repo, *source, {}, progress);
+  CHECK(again.snapshot.stats.bytes_added > 150'000);
+  REQUIRE(first_blobs.size() > 10);
+  for (const Id& blob : first_blobs) CHECK(first_packs.count(f.repo->catalog().find_blob(blob)->pack) == 0);
+
+  f.now += 2 * kHour;
+  PruneResult r = f.prune(kHour);
+  CHECK(r.packs_deleted == first_packs.size());
+  CHECK(r.packs_resurrected == 0);
+  f.check_clean();
+  f.restores_identical(again.snapshot, f.src("data"));
+}
+
+TEST_CASE("packs condemned while a backup runs wait until it ends", "[prune]") {
+  Fixture f;
+  f.write(f.src("old/a.bin"), 100'000, 8);
+  f.write(f.src("keep/b.bin"), 60'000, 9);
+  f.backup(f.src("old"));
+  size_t old_packs = packs_of(*f.repo).size();
+  f.backup(f.src("keep"));
+  f.forget_path(f.src("old"));
+
+  auto running = std::make_unique<Lease>(f.repo->target(), f.repo->keys().data, kRunningPrefix,
+                                         LeaseOptions{.clock = [&] { return f.now; }});
+  PruneResult r = f.prune(0);
+  CHECK(r.packs_condemned == old_packs);
+  CHECK(r.packs_deleted == 0);
+  CHECK(r.running_backups == 1);
+  for (const PackDecision& d : r.decisions) {
+    if (d.action == PackAction::kWait) CHECK(d.waiting_for_backups == 1);
+  }
+
+  // A backup that starts after the condemnation saw it: it does not hold the packs back.
+  Lease later(f.repo->target(), f.repo->keys().data, kRunningPrefix, LeaseOptions{.clock = [&] { return f.now; }});
+  CHECK(f.prune(0).packs_deleted == 0);
+  running.reset();
+  PruneResult after = f.prune(0);
+  CHECK(after.packs_deleted == old_packs);
+  CHECK(after.running_backups == 1);
+  f.check_clean();
+}
+
+TEST_CASE("the lease of a backup that died expires and is cleaned up", "[prune]") {
+  Fixture f;
+  f.write(f.src("old/a.bin"), 60'000, 10);
+  f.backup(f.src("old"));
+  f.forget_path(f.src("old"));
+  // Written an hour ago with a 30-minute ttl, never refreshed.
+  Lease dead(f.repo->target(), f.repo->keys().data, kRunningPrefix, LeaseOptions{.clock = [&] { return f.now - kHour; }});
+  REQUIRE(f.keys("running/").size() == 1);
+  PruneResult r = f.prune(0);
+  CHECK(r.running_backups == 0);
+  CHECK(r.packs_deleted > 0);
+  CHECK(f.keys("running/").empty());
+}
+
+TEST_CASE("repacking copies live blobs out of mostly empty packs and keeps data readable", "[prune]") {
+  Fixture f;
+  for (int i = 0; i < 24; ++i) f.write(f.src("data/f" + std::to_string(i)), 12'000, 100 + i);
+  f.backup(f.src("data"));
+  // Half the files go; the next snapshot keeps the other half.
+  for (int i = 0; i < 24; i += 2) fs::remove(f.src("data/f" + std::to_string(i)));
+  catalog::SnapshotRecord kept = f.backup(f.src("data"));
+  RetentionPolicy last_one;
+  last_one.last = 1;
+  forget(*f.repo, {}, last_one, GroupBy::kHostAndPaths, false);
+
+  uint64_t bytes_before = 0;
+  for (const auto& p : f.repo->catalog().list_packs()) bytes_before += p.size;
+  PruneOptions o = f.options(0);
+  o.repack_threshold = 0.9;
+  PruneResult r = engine::prune(*f.repo, o);
+  CHECK(r.packs_repacked > 0);
+  CHECK(r.packs_written > 0);
+  CHECK(r.bytes_repacked > 0);
+  CHECK(r.packs_deleted == r.packs_repacked + r.packs_condemned);
+  CHECK(r.warnings.empty());
+  uint64_t bytes_after = 0;
+  for (const auto& p : f.repo->catalog().list_packs()) bytes_after += p.size;
+  CHECK(bytes_after < bytes_before * 3 / 4);
+  f.check_clean();
+  f.restores_identical(kept, f.src("data"));
+
+  // Another host's catalog learns the new locations from the target alone.
+  auto elsewhere = f.open_elsewhere("other.db");
+  CheckOptions check;
+  check.read_data = true;
+  CHECK(run_check(*elsewhere, check).problems.empty());
+}
+
+TEST_CASE("repacking stops at --max-repack", "[prune]") {
+  Fixture f;
+  for (int i = 0; i < 24; ++i) f.write(f.src("data/f" + std::to_string(i)), 12'000, 200 + i);
+  f.backup(f.src("data"));
+  for (int i = 0; i < 24; i += 2) fs::remove(f.src("data/f" + std::to_string(i)));
+  f.backup(f.src("data"));
+  RetentionPolicy last_one;
+  last_one.last = 1;
+  forget(*f.repo, {}, last_one, GroupBy::kHostAndPaths, false);
+  PruneOptions o = f.options(0);
+  o.repack_threshold = 0.9;
+  o.dry_run = true;
+  std::vector<uint64_t> candidates;
+  for (const PackDecision& d : engine::prune(*f.repo, o).decisions) {
+    if (d.action == PackAction::kRepack) candidates.push_back(d.size);
+  }
+  REQUIRE(candidates.size() > 2);
+  o.dry_run = false;
+  o.max_repack = *std::min_element(candidates.begin(), candidates.end()) + 1000;
+  PruneResult r = engine::prune(*f.repo, o);
+  CHECK(r.packs_repacked >= 1);
+  CHECK(r.packs_repacked < candidates.size());
+  uint64_t repacked_bytes = 0;
+  for (const PackDecision& d : r.decisions) {
+    if (d.action == PackAction::kRepack) repacked_bytes += d.size;
+  }
+  CHECK(repacked_bytes <= o.max_repack);
+  f.check_clean();
+}
+
+TEST_CASE("a dry run decides but changes nothing", "[prune]") {
+  Fixture f;
+  f.write(f.src("old/a.bin"), 100'000, 11);
+  f.write(f.src("keep/b.bin"), 50'000, 12);
+  f.backup(f.src("old"));
+  f.backup(f.src("keep"));
+  f.forget_path(f.src("old"));
+  std::set<std::string> before = f.keys("");
+  PruneOptions o = f.options(0);
+  o.dry_run = true;
+  PruneResult r = engine::prune(*f.repo, o);
+  CHECK(r.dry_run);
+  CHECK(r.packs_condemned > 0);
+  CHECK(r.packs_deleted == r.packs_condemned);
+  CHECK(f.keys("") == before);
+  for (const auto& p : f.repo->catalog().list_packs()) CHECK_FALSE(p.condemned_unix.has_value());
+}
+
+TEST_CASE("condemnations and deletions reach other hosts' catalogs", "[prune]") {
+  Fixture f;
+  f.write(f.src("old/a.bin"), 100'000, 13);
+  f.write(f.src("keep/b.bin"), 50'000, 14);
+  f.backup(f.src("old"));
+  std::set<Id> old_packs = packs_of(*f.repo);
+  f.backup(f.src("keep"));
+  auto other = f.open_elsewhere("other.db");
+  CHECK(other->catalog().list_snapshots().size() == 2);
+
+  f.forget_path(f.src("old"));
+  f.prune(kHour);
+  other->sync_catalog();
+  CHECK(other->catalog().list_snapshots().size() == 1);  // forgotten elsewhere
+  for (const auto& p : other->catalog().list_packs()) CHECK(p.condemned_unix.has_value() == (old_packs.count(p.id) > 0));
+
+  // A rebuilt catalog sees them too.
+  auto rebuilt = f.open_elsewhere("rebuilt.db");
+  for (const auto& p : rebuilt->catalog().list_packs()) CHECK(p.condemned_unix.has_value() == (old_packs.count(p.id) > 0));
+
+  f.now += 2 * kHour;
+  f.prune(kHour);
+  other->sync_catalog();
+  CHECK(packs_of(*other) == packs_of(*f.repo));
+  // The prune from another host with its own catalog finds nothing left to do.
+  PruneOptions o = f.options(kHour);
+  CHECK(engine::prune(*other, o).decisions.empty());
+}
+
+TEST_CASE("the maintenance lock refuses a second run and expires", "[prune][lease]") {
+  Fixture f;
+  Repository& repo = *f.repo;
+  int64_t now = kStart;
+  LeaseOptions at_now{.clock = [&] { return now; }};
+  {
+    auto held = acquire_lock(repo.target(), repo.keys().data, at_now);
+    try {
+      acquire_lock(repo.target(), repo.keys().data, at_now);
+      FAIL("took a lock that is held");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kLocked);
+      CHECK_THAT(e.what(), Catch::Contains("locked by a maintenance run") &&
+                               Catch::Contains(lease_key(kLockPrefix, held->record().id)));
+    }
+    PruneOptions o = f.options(0);
+    CHECK_THROWS_MATCHES(engine::prune(repo, o), Error,
+                         Catch::Predicate<Error>([](const Error& e) { return e.kind() == ErrorKind::kLocked; }));
+    o.dry_run = true;  // reads only: no lock needed
+    CHECK_NOTHROW(engine::prune(repo, o));
+  }
+  CHECK(f.keys("locks/").empty());  // released
+
+  // A lock whose holder died: expired once its ttl has passed without refresh.
+  Bytes stale;
+  Id stale_id;
+  {
+    auto dead = acquire_lock(repo.target(), repo.keys().data, at_now);
+    stale_id = dead->record().id;
+    stale = repo.target().get(lease_key(kLockPrefix, stale_id));
+  }
+  repo.target().put(lease_key(kLockPrefix, stale_id), stale);
+  now += 10 * 60;
+  CHECK_THROWS(acquire_lock(repo.target(), repo.keys().data, at_now));
+  now += kHour;
+  auto taken = acquire_lock(repo.target(), repo.keys().data, at_now);
+  CHECK(f.keys("locks/") == std::set<std::string>{lease_key(kLockPrefix, taken->record().id)});
+}
+
+TEST_CASE("a lease that could not be refreshed is no longer held", "[prune][lease]") {
+  Fixture f;
+  int64_t now = kStart;
+  Lease lease(f.repo->target(), f.repo->keys().data, kRunningPrefix,
+              LeaseOptions{.ttl = std::chrono::seconds(1800), .refresh = std::chrono::seconds(600), .clock = [&] { return now; }});
+  CHECK_NOTHROW(lease.check_held());
+  std::vector<LeaseRecord> listed = list_leases(f.repo->target(), f.repo->keys().data, kRunningPrefix);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].id == lease.record().id);
+  CHECK(listed[0].expires_unix == kStart + 1800);
+  CHECK_FALSE(listed[0].expired(kStart + 1799));
+  CHECK(listed[0].expired(kStart + 1800));
+  now += 1500;  // no refresh happened (the thread waits 10 minutes of real time)
+  CHECK_THROWS_AS(lease.check_held(), Error);
+}
+
+TEST_CASE("LiveBlobs marks exactly what snapshots reference, in under 64 bytes a blob", "[prune]") {
+  Fixture f;
+  for (int i = 0; i < 40; ++i) f.write(f.src("data/d" + std::to_string(i % 4) + "/f" + std::to_string(i)), 9'000, 300 + i);
+  catalog::SnapshotRecord first = f.backup(f.src("data"));
+  for (int i = 0; i < 40; i += 3) fs::remove(f.src("data/d" + std::to_string(i % 4) + "/f" + std::to_string(i)));
+  catalog::SnapshotRecord second = f.backup(f.src("data"));
+
+  std::set<Id> referenced{second.root};
+  walk_snapshot(*f.repo, second, "/", [&](const std::string&, const TreeEntry& e) {
+    if (e.meta.type == NodeType::kDir) referenced.insert(e.subtree);
+    for (const ContentRef& r : e.content) {
+      if (!r.hole) referenced.insert(r.chunk);
+    }
+  });
+  std::vector<catalog::PackRecord> packs = f.repo->catalog().list_packs();
+  LiveBlobs live(f.repo->catalog(), packs);
+  live.mark(*f.repo, second);
+  CHECK(live.live_blobs() == referenced.size());
+  size_t dead = 0;
+  f.repo->catalog().for_each_blob_location([&](const catalog::BlobLocation& loc) {
+    CHECK(live.live(loc.blob.id) == (referenced.count(loc.blob.id) > 0));
+    dead += referenced.count(loc.blob.id) == 0;
+  });
+  CHECK(dead > 0);  // the first snapshot's removed files
+  CHECK(live.live(Id::random()));  // unknown blobs count as live
+
+  uint64_t live_bytes = 0;
+  for (const LiveBlobs::PackUse& u : live.pack_use()) live_bytes += u.live_bytes;
+  uint64_t expected_bytes = 0;
+  for (const Id& id : referenced) expected_bytes += f.repo->catalog().find_blob(id)->blob.stored_length;
+  CHECK(live_bytes == expected_bytes);
+
+  live.mark(*f.repo, first);
+  CHECK(live.live_blobs() == live.blobs());
+  CHECK(live.unindexed_references() == 0);
+  CHECK(static_cast<double>(live.memory_bytes()) / static_cast<double>(live.blobs()) < 64.0);
+}
+
+TEST_CASE("coalesce_reads joins neighbours and skips large gaps", "[prune]") {
+  auto blob = [](uint64_t offset, uint32_t length) {
+    catalog::BlobRecord b;
+    b.offset = offset;
+    b.stored_length = length;
+    return b;
+  };
+  std::vector<catalog::BlobRecord> blobs = {blob(0, 100), blob(100, 50), blob(200, 10), blob(10'000, 20),
+                                            blob(10'020, 5000)};
+  std::vector<PackRead> reads = coalesce_reads(blobs, 100, 4096);
+  REQUIRE(reads.size() == 3);
+  CHECK((reads[0].offset == 0 && reads[0].length == 210 && reads[0].first == 0 && reads[0].count == 3));
+  CHECK((reads[1].offset == 10'000 && reads[1].length == 20 && reads[1].count == 1));
+  CHECK((reads[2].offset == 10'020 && reads[2].length == 5000 && reads[2].first == 4));
+}
