@@ -1,14 +1,13 @@
 #include "catalog/catalog.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <mutex>
-#include <system_error>
 #include <utility>
 
 #include "catalog/sqlite.h"
 #include "util/codec.h"
 #include "util/error.h"
+#include "util/fd.h"
 
 namespace keel::catalog {
 
@@ -518,12 +517,7 @@ JobOutcome parse_job_outcome(std::string_view name) {
 }
 
 std::unique_ptr<Catalog> Catalog::open(const std::string& path) {
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec) throw Error(ErrorKind::kTargetIo, "catalog " + path + ": cannot create directory " + parent.string() + ": " + ec.message());
-  }
+  create_parent_dirs(path, "catalog " + path);
   return std::make_unique<SqliteCatalog>(path);
 }
 
