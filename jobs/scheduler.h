@@ -61,7 +61,7 @@ struct SchedulerOptions {
   // Run the jobs due at the start (fires missed included), wait for them and
   // return, instead of running until cancelled.
   bool once = false;
-  std::chrono::milliseconds poll{1000};  // how often running jobs and the store are checked
+  std::chrono::milliseconds poll{250};  // how often running jobs and the store are checked
   std::chrono::seconds refresh{60};       // reread every job and publish statuses at least this often
   std::chrono::seconds stop_timeout{120};  // after a cancel, before running jobs are killed
 };
