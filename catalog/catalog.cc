@@ -5,10 +5,12 @@
 #include <mutex>
 #include <system_error>
 #include <type_traits>
+#include <utility>
 
 #include "catalog/sqlite.h"
 #include "util/codec.h"
 #include "util/error.h"
+#include "util/fd.h"
 
 namespace keel::catalog {
 
@@ -22,9 +24,8 @@ constexpr int kBusyTimeoutMs = 10'000;
 // the index outgrows the default cache.
 constexpr int kCacheKiB = 64 * 1024;
 
-// Migration N (1-based) is kMigrations[N - 1]: statements applied in one
-// transaction, after which PRAGMA user_version is N. Append, never edit.
-const std::vector<std::vector<std::string_view>> kMigrations = {
+// See catalog/sqlite.h: append, never edit.
+const std::vector<Migration> kMigrations = {
     // 1: the index of the target.
     {
         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
@@ -56,32 +57,23 @@ const std::vector<std::vector<std::string_view>> kMigrations = {
         " rpo_met INTEGER NOT NULL, rpo_seen_seconds REAL NOT NULL, verify_only INTEGER NOT NULL,"
         " sample REAL NOT NULL, seed INTEGER NOT NULL, report_json TEXT NOT NULL)",
     },
-    // 3: reserved for the jobs branch (job history); its statements replace this when merged.
-    {},
+    // 3: job run history (keel job run, keel scheduler); clear_index keeps it.
+    {
+        "CREATE TABLE job_runs(id INTEGER PRIMARY KEY, job TEXT NOT NULL, started_ns INTEGER NOT NULL,"
+        " ended_ns INTEGER NOT NULL, outcome TEXT NOT NULL, snapshot BLOB, files INTEGER NOT NULL,"
+        " bytes_read INTEGER NOT NULL, bytes_added INTEGER NOT NULL, errors INTEGER NOT NULL, message TEXT NOT NULL)",
+        "CREATE INDEX job_runs_by_job ON job_runs(job, id)",
+    },
     // 4: prune's two phases: when a pack was condemned (NULL while in use).
     {
         "ALTER TABLE packs ADD COLUMN condemned INTEGER",
     },
 };
 
-Bytes encode_strings(const std::vector<std::string>& strings) {
-  Encoder e;
-  e.varint(strings.size());
-  for (const auto& s : strings) e.str(s);
-  return e.take();
-}
-
-std::vector<std::string> decode_strings(ByteView data, const std::string& what) {
-  Decoder d(data, what);
-  uint64_t count = d.varint();
-  // Each string takes at least its one-byte length, which bounds `count`.
-  if (count > d.remaining()) d.fail("count " + std::to_string(count) + " exceeds the bytes left");
-  std::vector<std::string> strings;
-  strings.reserve(count);
-  for (uint64_t i = 0; i < count; ++i) strings.push_back(d.str());
-  d.expect_done();
-  return strings;
-}
+constexpr std::pair<JobOutcome, std::string_view> kJobOutcomeNames[] = {
+    {JobOutcome::kRunning, "running"}, {JobOutcome::kSuccess, "success"}, {JobOutcome::kPartial, "partial"},
+    {JobOutcome::kFailed, "failed"},   {JobOutcome::kRefused, "refused"}, {JobOutcome::kInterrupted, "interrupted"},
+};
 
 Id column_id(Statement& s, int column) { return Id::from_bytes(s.column_blob(column)); }
 
@@ -113,17 +105,6 @@ SnapshotRecord read_snapshot(Statement& s) {
 constexpr const char* kDrillColumns =
     "started_ns, snapshot, seconds, first_file_seconds, files, bytes, errors, rto_seconds, rpo_seconds,"
     " rto_met, rpo_met, rpo_seen_seconds, verify_only, sample, seed, report_json";
-
-// Tables of history, which no target holds: import_history merges them
-// from a catalog copy, matching records by `same_record` (m: ours, c: the copy's).
-struct HistoryTable {
-  std::string_view name;
-  std::string_view columns;
-  std::string_view same_record;
-};
-const HistoryTable kHistoryTables[] = {
-    {"drills", kDrillColumns, "m.started_ns = c.started_ns AND m.snapshot = c.snapshot"},
-};
 
 template <typename T>
 void bind_optional(Statement& s, int index, const std::optional<T>& value) {
@@ -164,6 +145,56 @@ DrillRecord read_drill(Statement& s) {
   return r;
 }
 
+constexpr const char* kJobRunColumns =
+    "job, started_ns, ended_ns, outcome, snapshot, files, bytes_read, bytes_added, errors, message";
+
+// Tables of history, which no target holds: import_history merges them
+// from a catalog copy, matching records by `same_record` (m: ours, c: the copy's).
+struct HistoryTable {
+  std::string_view name;
+  std::string_view columns;
+  std::string_view same_record;
+};
+const HistoryTable kHistoryTables[] = {
+    {"drills", kDrillColumns, "m.started_ns = c.started_ns AND m.snapshot = c.snapshot"},
+    {"job_runs", kJobRunColumns, "m.job = c.job AND m.started_ns = c.started_ns"},
+};
+
+// Binds kJobRunColumns from parameter 1.
+void bind_job_run(Statement& s, const JobRunRecord& r) {
+  s.bind_text(1, r.job);
+  s.bind_int64(2, r.started_ns);
+  s.bind_int64(3, r.ended_ns);
+  s.bind_text(4, job_outcome_name(r.outcome));
+  if (r.snapshot) {
+    s.bind_blob(5, r.snapshot->view());
+  } else {
+    s.bind_null(5);
+  }
+  s.bind_uint64(6, r.files);
+  s.bind_uint64(7, r.bytes_read);
+  s.bind_uint64(8, r.bytes_added);
+  s.bind_uint64(9, r.errors);
+  s.bind_text(10, r.message);
+}
+
+// Columns: id, then kJobRunColumns.
+JobRunRecord read_job_run(Statement& s) {
+  JobRunRecord r;
+  r.id = s.column_int64(0);
+  r.job = s.column_text(1);
+  r.started_ns = s.column_int64(2);
+  r.ended_ns = s.column_int64(3);
+  r.outcome = parse_job_outcome(s.column_text(4));
+  if (!s.column_is_null(5)) r.snapshot = column_id(s, 5);
+  r.files = s.column_uint64(6);
+  r.bytes_read = s.column_uint64(7);
+  r.bytes_added = s.column_uint64(8);
+  r.errors = s.column_uint64(9);
+  r.message = s.column_text(10);
+  return r;
+}
+
 // Columns: id, type, offset, stored_length, raw_length, xxh3.
 BlobRecord read_blob(Statement& s, int first) {
   BlobRecord b;
@@ -186,12 +217,12 @@ class SqliteCatalog final : public Catalog {
     db_.exec("PRAGMA synchronous = NORMAL");
     db_.exec("PRAGMA foreign_keys = ON");
     db_.exec("PRAGMA cache_size = -" + std::to_string(kCacheKiB));  // negative: KiB, not pages
-    migrate();
+    migrate(db_, kMigrations);
   }
 
   int schema_version() override {
     std::lock_guard lock(mutex_);
-    return read_user_version();
+    return catalog::schema_version(db_);
   }
 
   std::optional<std::string> get_meta(std::string_view key) override {
@@ -462,6 +493,38 @@ class SqliteCatalog final : public Catalog {
   void limit_cache(uint64_t bytes) override {
     std::lock_guard lock(mutex_);
     db_.exec("PRAGMA cache_size = -" + std::to_string(std::max<uint64_t>(bytes >> 10, 1)));
+  int64_t add_job_run(const JobRunRecord& r) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(std::string("INSERT INTO job_runs(") + kJobRunColumns +
+                                ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"));
+    bind_job_run(*s, r);
+    s->step();
+    return s->column_int64(0);
+  }
+
+  void finish_job_run(const JobRunRecord& r) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(
+        "UPDATE job_runs SET job = ?1, started_ns = ?2, ended_ns = ?3, outcome = ?4, snapshot = ?5, files = ?6,"
+        " bytes_read = ?7, bytes_added = ?8, errors = ?9, message = ?10 WHERE id = ?11 RETURNING id"));
+    bind_job_run(*s, r);
+    s->bind_int64(11, r.id);
+    if (!s->step()) {
+      throw Error(ErrorKind::kNotFound, "catalog " + db_.path() + ": no job run " + std::to_string(r.id));
+    }
+  }
+
+  std::vector<JobRunRecord> list_job_runs(std::string_view job, size_t newest) override {
+    std::lock_guard lock(mutex_);
+    // Newest first under the limit (-1: none), then turned around.
+    StatementScope s(db_.cached(std::string("SELECT id, ") + kJobRunColumns +
+                                " FROM job_runs WHERE job = ? ORDER BY id DESC LIMIT ?"));
+    s->bind_text(1, job);
+    s->bind_int64(2, newest == 0 ? -1 : static_cast<int64_t>(newest));
+    std::vector<JobRunRecord> runs;
+    while (s->step()) runs.push_back(read_job_run(*s));
+    std::reverse(runs.begin(), runs.end());
+    return runs;
   }
 
   void transaction(const std::function<void()>& fn) override { in_transaction(fn); }
@@ -543,32 +606,6 @@ class SqliteCatalog final : public Catalog {
     return s->step();
   }
 
-  int read_user_version() {
-    StatementScope s(db_.cached("PRAGMA user_version"));
-    s->step();
-    return static_cast<int>(s->column_int64(0));
-  }
-
-  void migrate() {
-    const int latest = static_cast<int>(kMigrations.size());
-    int version = read_user_version();
-    while (version < latest) {
-      in_transaction([&] {
-        // Re-read under the write lock: another process may have migrated.
-        version = read_user_version();
-        if (version >= latest) return;
-        for (std::string_view sql : kMigrations[version]) db_.exec(sql);
-        db_.exec("PRAGMA user_version = " + std::to_string(version + 1));
-      });
-      version = read_user_version();
-    }
-    if (version > latest) {
-      throw Error(ErrorKind::kTargetIo, "catalog " + db_.path() + ": schema version " + std::to_string(version) +
-                                            " is newer than this keel supports (" + std::to_string(latest) +
-                                            "); upgrade keel");
-    }
-  }
-
   std::recursive_mutex mutex_;
   Database db_;
   int depth_ = 0;  // nesting of in_transaction calls
@@ -576,13 +613,22 @@ class SqliteCatalog final : public Catalog {
 
 }  // namespace
 
-std::unique_ptr<Catalog> Catalog::open(const std::string& path) {
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec) throw Error(ErrorKind::kTargetIo, "catalog " + path + ": cannot create directory " + parent.string() + ": " + ec.message());
+std::string_view job_outcome_name(JobOutcome outcome) {
+  for (const auto& [value, name] : kJobOutcomeNames) {
+    if (value == outcome) return name;
   }
+  return "unknown";
+}
+
+JobOutcome parse_job_outcome(std::string_view name) {
+  for (const auto& [value, known] : kJobOutcomeNames) {
+    if (known == name) return value;
+  }
+  throw Error(ErrorKind::kIntegrity, "unknown job outcome '" + std::string(name) + "'");
+}
+
+std::unique_ptr<Catalog> Catalog::open(const std::string& path) {
+  create_parent_dirs(path, "catalog " + path);
   return std::make_unique<SqliteCatalog>(path);
 }
 

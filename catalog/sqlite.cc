@@ -155,5 +155,44 @@ Statement& Database::cached(std::string_view sql) {
 bool Database::autocommit() const { return sqlite3_get_autocommit(db_) != 0; }
 
 int64_t Database::changes() const { return sqlite3_changes64(db_); }
+// --- Migrations --------------------------------------------------------------
+
+int schema_version(Database& db) {
+  StatementScope s(db.cached("PRAGMA user_version"));
+  s->step();
+  return static_cast<int>(s->column_int64(0));
+}
+
+void migrate(Database& db, std::span<const Migration> migrations) {
+  const int latest = static_cast<int>(migrations.size());
+  int version = schema_version(db);
+  while (version < latest) {
+    // IMMEDIATE: take the write lock now, then re-read under it, as another
+    // process may have migrated meanwhile.
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      version = schema_version(db);
+      if (version < latest) {
+        for (std::string_view sql : migrations[static_cast<size_t>(version)]) db.exec(sql);
+        db.exec("PRAGMA user_version = " + std::to_string(version + 1));
+      }
+      db.exec("COMMIT");
+    } catch (...) {
+      if (!db.autocommit()) {
+        try {
+          db.exec("ROLLBACK");
+        } catch (...) {  // the first error is the one to report
+        }
+      }
+      throw;
+    }
+    version = schema_version(db);
+  }
+  if (version > latest) {
+    throw Error(ErrorKind::kTargetIo, db.path() + ": schema version " + std::to_string(version) +
+                                          " is newer than this keel supports (" + std::to_string(latest) +
+                                          "); upgrade keel");
+  }
+}
 
 }  // namespace keel::catalog

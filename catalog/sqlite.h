@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "util/bytes.h"
 
@@ -110,5 +112,18 @@ class Database {
   // Node-based, so references handed out stay valid as it grows.
   std::unordered_map<std::string, Statement, SqlHash, std::equal_to<>> cache_;
 };
+
+// Numbered schema migrations: migration N (1-based) is migrations[N - 1],
+// statements applied in one transaction, after which PRAGMA user_version is
+// N. Append, never edit.
+using Migration = std::vector<std::string_view>;
+
+// PRAGMA user_version: the number of migrations applied.
+int schema_version(Database& db);
+
+// Brings `db` to the latest version, each migration under the write lock so
+// two processes opening a new database do not both apply it. Throws
+// Error(kTargetIo) if the database is newer than `migrations` knows.
+void migrate(Database& db, std::span<const Migration> migrations);
 
 }  // namespace keel::catalog

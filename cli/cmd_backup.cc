@@ -4,9 +4,8 @@
 
 #include "agents/fs/fs_source.h"
 #include "agents/stdin/stdin_source.h"
+#include "cli/backup_report.h"
 #include "cli/commands.h"
-#include "cli/format.h"
-#include "cli/json.h"
 #include "engine/backup.h"
 #include "util/error.h"
 
@@ -50,45 +49,19 @@ int cmd_backup(App& app, const Args& args) {
   engine::BackupProgress progress;
   engine::BackupResult result;
   {
-    ProgressLine line(app.progress_enabled(), [&](double t) {
-      double rate = t > 0 ? static_cast<double>(progress.bytes) / t : 0;
-      std::string s = "[" + human_duration(t) + "] " + std::to_string(progress.files.load()) + " files, " +
-                      human_bytes(progress.bytes) + " scanned, " + human_bytes(progress.bytes_read) + " read, " +
-                      human_bytes(progress.bytes_added) + " added, " + human_rate(rate);
-      if (progress.expected_bytes > progress.bytes && rate > 0) {
-        s += ", ETA " + human_duration(static_cast<double>(progress.expected_bytes - progress.bytes) / rate);
-      }
-      return s;
-    });
+    ProgressLine line(app.progress_enabled(), [&](double t) { return backup_progress_text(progress, t); });
     result = engine::run_backup(*repo, *source, options, progress, [&](const engine::SkippedItem& item) {
       app.warn("keel: skipped " + item.path + ": " + item.reason);
     });
   }
-  const catalog::SnapshotRecord& snap = result.snapshot;
-  double seconds = static_cast<double>(snap.stats.duration_ms) / 1000.0;
   if (app.global.json) {
     Json j;
-    j.begin_object()
-        .field("snapshot", snap.id.hex())
-        .field("parent", snap.parent ? snap.parent->hex() : "")
-        .field("files", snap.stats.files)
-        .field("dirs", snap.stats.dirs)
-        .field("bytes", snap.stats.bytes)
-        .field("bytes_read", snap.stats.bytes_read)
-        .field("bytes_added", snap.stats.bytes_added)
-        .field("chunks_added", snap.stats.chunks_added)
-        .field("errors", snap.stats.errors)
-        .field("seconds", seconds)
-        .field("peak_buffered_bytes", static_cast<uint64_t>(result.peak_buffered_bytes));
-    j.key("skipped").begin_array();
-    for (const auto& s : result.skipped) j.begin_object().field("path", s.path).field("reason", s.reason).end_object();
-    j.end_array().end_object();
+    j.begin_object();
+    backup_json_fields(j, result);
+    j.end_object();
     std::cout << j.str() << "\n";
   } else {
-    app.say("snapshot " + snap.id.short_hex() + " saved: " + std::to_string(snap.stats.files) + " files, " +
-            human_bytes(snap.stats.bytes) + " (" + human_bytes(snap.stats.bytes_read) + " read, " +
-            human_bytes(snap.stats.bytes_added) + " added) in " + human_duration(seconds) + ", " +
-            human_rate(seconds > 0 ? static_cast<double>(snap.stats.bytes) / seconds : 0));
+    app.say(backup_summary(result.snapshot));
   }
   if (!result.catalog_copy_error.empty()) {
     app.warn("keel: warning: the snapshot is saved, but the catalog copy on the target failed: " +

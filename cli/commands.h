@@ -24,5 +24,7 @@ int cmd_forget(App& app, const Args& args);
 int cmd_prune(App& app, const Args& args);
 int cmd_key(App& app, const Args& args);
 int cmd_catalog(App& app, const Args& args);
+int cmd_job(App& app, const Args& args);
+int cmd_scheduler(App& app, const Args& args);
 
 }  // namespace keel::cli

@@ -24,6 +24,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"key", keel::cli::cmd_key},         {"catalog", keel::cli::cmd_catalog},
     {"forget", keel::cli::cmd_forget},   {"prune", keel::cli::cmd_prune},
     {"drill", keel::cli::cmd_drill},     {"drills", keel::cli::cmd_drills},
+    {"job", keel::cli::cmd_job},         {"scheduler", keel::cli::cmd_scheduler},
 };
 
 void usage(std::ostream& out) {
@@ -40,6 +41,8 @@ void usage(std::ostream& out) {
          "  prune       reclaim the space of data no snapshot uses\n"
          "  drill       restore drill: restore or verify a snapshot against RTO/RPO objectives\n"
          "  drills      the history of restore drills\n"
+         "  job         add, list, show, run or remove scheduled backup jobs\n"
+         "  scheduler   run jobs on their schedules (a foreground daemon)\n"
          "  key         list, add or remove passwords\n"
          "  catalog     rebuild the local catalog from the repository\n\n"
          "Run 'keel COMMAND --help' for a command's options. Exit codes: docs/exit-codes.md\n";

@@ -107,7 +107,7 @@ std::string username() {
 std::string snapshot_key(const Id& snapshot) { return "snapshots/" + snapshot.hex(); }
 std::string key_slot_key(const Id& slot) { return "keys/" + slot.hex(); }
 
-std::string default_catalog_path(const Id& repository_id) {
+std::string default_data_dir() {
   std::string base;
   if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) {
     base = xdg;
@@ -116,7 +116,11 @@ std::string default_catalog_path(const Id& repository_id) {
   } else {
     base = "/var/lib";
   }
-  return base + "/keel/" + repository_id.hex() + "/catalog.db";
+  return base + "/keel";
+}
+
+std::string default_catalog_path(const Id& repository_id) {
+  return default_data_dir() + "/" + repository_id.hex() + "/catalog.db";
 }
 
 Repository::Repository(std::unique_ptr<targets::Target> target, RepoConfig config, MasterKeys keys, Id slot)

@@ -94,7 +94,10 @@ class Repository {
 std::string snapshot_key(const Id& snapshot);
 std::string key_slot_key(const Id& slot);
 
-// The catalog path used when none is given.
+// Where keel keeps local state: $XDG_DATA_HOME/keel, else
+// ~/.local/share/keel, else /var/lib/keel.
+std::string default_data_dir();
+// The catalog path used when none is given: <data dir>/<repository id>/catalog.db.
 std::string default_catalog_path(const Id& repository_id);
 
 }  // namespace keel::engine

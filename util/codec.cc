@@ -88,4 +88,23 @@ void Decoder::expect_done() const {
   if (!done()) fail(std::to_string(remaining()) + " trailing bytes");
 }
 
+Bytes encode_strings(const std::vector<std::string>& strings) {
+  Encoder e;
+  e.varint(strings.size());
+  for (const auto& s : strings) e.str(s);
+  return e.take();
+}
+
+std::vector<std::string> decode_strings(ByteView data, const std::string& what) {
+  Decoder d(data, what);
+  uint64_t count = d.varint();
+  // Each string takes at least its one-byte length, which bounds `count`.
+  if (count > d.remaining()) d.fail("count " + std::to_string(count) + " exceeds the bytes left");
+  std::vector<std::string> strings;
+  strings.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) strings.push_back(d.str());
+  d.expect_done();
+  return strings;
+}
+
 }  // namespace keel

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/bytes.h"
 #include "util/id.h"
@@ -57,5 +58,11 @@ class Decoder {
   size_t pos_ = 0;
   std::string what_;
 };
+
+// A list of strings as one record: varint count, then each string. Strings
+// may hold any byte (file paths), so no separator would do.
+Bytes encode_strings(const std::vector<std::string>& strings);
+// Throws Error(kIntegrity) naming `what` if `data` is not such a list.
+std::vector<std::string> decode_strings(ByteView data, const std::string& what);
 
 }  // namespace keel

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <system_error>
 
 #include "util/error.h"
 #include "util/id.h"
@@ -90,6 +91,14 @@ Bytes read_file(const std::string& path) {
   Bytes out(static_cast<size_t>(st.st_size));
   out.resize(read_full(fd.get(), out, "read " + path));
   return out;
+}
+
+void create_parent_dirs(const std::string& path, const std::string& context) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) throw Error(ErrorKind::kTargetIo, context + ": cannot create directory " + parent.string() + ": " + ec.message());
 }
 
 void write_file_atomic(const std::string& path, ByteView data, mode_t mode) {

@@ -46,6 +46,10 @@ void fsync_or_throw(int fd, const std::string& context);
 // fsync of a directory, so a rename or create inside it is durable.
 void fsync_dir(const std::string& dir);
 
+// Creates the directories that will hold `path`, if missing. Throws
+// Error(kTargetIo) "<context>: cannot create directory <dir>: <reason>".
+void create_parent_dirs(const std::string& path, const std::string& context);
+
 Bytes read_file(const std::string& path);
 // Write to a temporary name, fsync, rename over `path`, fsync the directory.
 void write_file_atomic(const std::string& path, ByteView data, mode_t mode = 0644);

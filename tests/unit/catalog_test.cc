@@ -116,6 +116,27 @@ void check_same(const DrillRecord& a, const DrillRecord& b) {
   CHECK(a.report_json == b.report_json);
 }
 
+JobRunRecord make_job_run(const std::string& job, int64_t started_ns) {
+  JobRunRecord r;
+  r.job = job;
+  r.started_ns = started_ns;
+  return r;
+}
+
+void check_same(const JobRunRecord& a, const JobRunRecord& b) {
+  CHECK(a.id == b.id);
+  CHECK(a.job == b.job);
+  CHECK(a.started_ns == b.started_ns);
+  CHECK(a.ended_ns == b.ended_ns);
+  CHECK(a.outcome == b.outcome);
+  CHECK(a.snapshot == b.snapshot);
+  CHECK(a.files == b.files);
+  CHECK(a.bytes_read == b.bytes_read);
+  CHECK(a.bytes_added == b.bytes_added);
+  CHECK(a.errors == b.errors);
+  CHECK(a.message == b.message);
+}
+
 SnapshotRecord make_snapshot(int64_t time_ns) {
   SnapshotRecord s;
   s.id = Id::random();
@@ -161,12 +182,12 @@ TEST_CASE("catalog migrates a version 1 database to the latest and keeps its dat
     cat->add_snapshot(snap);
   }
   {
-    // Version 1 is the latest without the drills table and the condemned column.
+    // Version 1 is the latest without the history tables.
     Database db(path);
-    db.exec("DROP TABLE drills; ALTER TABLE packs DROP COLUMN condemned; PRAGMA user_version = 1");
+    db.exec("DROP TABLE drills; DROP TABLE job_runs; PRAGMA user_version = 1");
   }
   auto cat = Catalog::open(path);
-  CHECK(cat->schema_version() == kLatestSchema);
+  CHECK(cat->schema_version() == 3);
   CHECK(cat->get_meta("repository") == "r1");
   CHECK(cat->has_pack(pack.id));
   auto found = cat->find_blob(blob.id);
@@ -179,6 +200,7 @@ TEST_CASE("catalog migrates a version 1 database to the latest and keeps its dat
   cat->add_drill(make_drill(1));
   CHECK(cat->list_drills().size() == 1);
   CHECK_FALSE(cat->list_packs().at(0).condemned_unix.has_value());
+  CHECK(cat->list_job_runs("nightly").empty());
 }
 
 TEST_CASE("catalog refuses a schema newer than it knows", "[catalog]") {
@@ -484,7 +506,7 @@ TEST_CASE("catalog lists snapshots by time then id, and removes them", "[catalog
   CHECK_FALSE(cat->get_snapshot(expected[1].id).has_value());
 }
 
-TEST_CASE("catalog clear_index drops the index but keeps meta and drill history", "[catalog]") {
+TEST_CASE("catalog clear_index drops the index but keeps meta, drill and job run history", "[catalog]") {
   TempDir dir;
   auto cat = Catalog::open(dir.file("catalog.db"));
   cat->set_meta("repository", "r1");
@@ -495,6 +517,8 @@ TEST_CASE("catalog clear_index drops the index but keeps meta and drill history"
   cat->add_snapshot(make_snapshot(1));
   DrillRecord drill = make_drill(1);
   cat->add_drill(drill);
+  JobRunRecord run = make_job_run("nightly", 5);
+  run.id = cat->add_job_run(run);
   cat->clear_index();
   CHECK(cat->blob_count() == 0);
   CHECK(cat->list_packs().empty());
@@ -504,6 +528,57 @@ TEST_CASE("catalog clear_index drops the index but keeps meta and drill history"
   auto drills = cat->list_drills();  // history
   REQUIRE(drills.size() == 1);
   check_same(drills[0], drill);
+  auto runs = cat->list_job_runs("nightly");
+  REQUIRE(runs.size() == 1);
+  check_same(runs[0], run);
+}
+
+TEST_CASE("catalog job runs: started, finished, listed per job oldest first, newest N", "[catalog]") {
+  TempDir dir;
+  auto cat = Catalog::open(dir.file("catalog.db"));
+  std::vector<JobRunRecord> nightly;
+  for (int i = 0; i < 4; ++i) {
+    JobRunRecord r = make_job_run("nightly", 1000 + i);
+    r.id = cat->add_job_run(r);
+    nightly.push_back(r);
+    JobRunRecord other = make_job_run("hourly", 1000 + i);
+    other.id = cat->add_job_run(other);
+  }
+  CHECK(nightly[0].outcome == JobOutcome::kRunning);
+  JobRunRecord& done = nightly[2];
+  done.ended_ns = 2000;
+  done.outcome = JobOutcome::kPartial;
+  done.snapshot = Id::random();
+  done.files = 12;
+  done.bytes_read = 1ull << 40;
+  done.bytes_added = UINT64_MAX;
+  done.errors = 2;
+  done.message = "2 items could not be read: \"/odd\n\"";
+  cat->finish_job_run(done);
+
+  auto runs = cat->list_job_runs("nightly");
+  REQUIRE(runs.size() == 4);
+  for (size_t i = 0; i < runs.size(); ++i) check_same(runs[i], nightly[i]);
+  CHECK_FALSE(runs[0].snapshot.has_value());
+  auto newest = cat->list_job_runs("nightly", 2);
+  REQUIRE(newest.size() == 2);
+  check_same(newest[0], nightly[2]);
+  check_same(newest[1], nightly[3]);
+  CHECK(cat->list_job_runs("hourly").size() == 4);
+  CHECK(cat->list_job_runs("none").empty());
+
+  JobRunRecord missing = make_job_run("nightly", 1);
+  missing.id = 9999;
+  CHECK_THROWS_AS(cat->finish_job_run(missing), Error);
+}
+
+TEST_CASE("catalog job outcome names round-trip", "[catalog]") {
+  for (JobOutcome o : {JobOutcome::kRunning, JobOutcome::kSuccess, JobOutcome::kPartial, JobOutcome::kFailed,
+                       JobOutcome::kRefused, JobOutcome::kInterrupted}) {
+    CHECK(parse_job_outcome(job_outcome_name(o)) == o);
+  }
+  CHECK(job_outcome_name(JobOutcome::kPartial) == "partial");
+  CHECK_THROWS_AS(parse_job_outcome("fine"), Error);
 }
 
 TEST_CASE("catalog drills round-trip every field and list oldest first", "[catalog]") {

@@ -1,0 +1,44 @@
+#include "cli/backup_report.h"
+
+#include "cli/format.h"
+
+namespace keel::cli {
+
+std::string backup_progress_text(const engine::BackupProgress& progress, double t) {
+  double rate = t > 0 ? static_cast<double>(progress.bytes) / t : 0;
+  std::string s = "[" + human_duration(t) + "] " + std::to_string(progress.files.load()) + " files, " +
+                  human_bytes(progress.bytes) + " scanned, " + human_bytes(progress.bytes_read) + " read, " +
+                  human_bytes(progress.bytes_added) + " added, " + human_rate(rate);
+  if (progress.expected_bytes > progress.bytes && rate > 0) {
+    s += ", ETA " + human_duration(static_cast<double>(progress.expected_bytes - progress.bytes) / rate);
+  }
+  return s;
+}
+
+std::string backup_summary(const catalog::SnapshotRecord& snap) {
+  double seconds = static_cast<double>(snap.stats.duration_ms) / 1000.0;
+  return "snapshot " + snap.id.short_hex() + " saved: " + std::to_string(snap.stats.files) + " files, " +
+         human_bytes(snap.stats.bytes) + " (" + human_bytes(snap.stats.bytes_read) + " read, " +
+         human_bytes(snap.stats.bytes_added) + " added) in " + human_duration(seconds) + ", " +
+         human_rate(seconds > 0 ? static_cast<double>(snap.stats.bytes) / seconds : 0);
+}
+
+void backup_json_fields(Json& j, const engine::BackupResult& result) {
+  const catalog::SnapshotRecord& snap = result.snapshot;
+  j.field("snapshot", snap.id.hex())
+      .field("parent", snap.parent ? snap.parent->hex() : "")
+      .field("files", snap.stats.files)
+      .field("dirs", snap.stats.dirs)
+      .field("bytes", snap.stats.bytes)
+      .field("bytes_read", snap.stats.bytes_read)
+      .field("bytes_added", snap.stats.bytes_added)
+      .field("chunks_added", snap.stats.chunks_added)
+      .field("errors", snap.stats.errors)
+      .field("seconds", static_cast<double>(snap.stats.duration_ms) / 1000.0)
+      .field("peak_buffered_bytes", static_cast<uint64_t>(result.peak_buffered_bytes));
+  j.key("skipped").begin_array();
+  for (const auto& s : result.skipped) j.begin_object().field("path", s.path).field("reason", s.reason).end_object();
+  j.end_array();
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,323 @@
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/backup_report.h"
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/job_report.h"
+#include "cli/json.h"
+#include "cli/parse.h"
+#include "jobs/job_store.h"
+#include "jobs/metrics.h"
+#include "jobs/runner.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/file_lock.h"
+
+namespace keel::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: keel job ACTION [options]: named backup recipes that keel scheduler runs\n\n"
+    "actions:\n"
+    "  add NAME     store a job: --paths, --schedule, retention, RPO and hooks (opens the repository once)\n"
+    "  list         every job: schedule, next run, last outcome, RPO status\n"
+    "  show NAME    a job's definition, status and recent runs\n"
+    "  run NAME     run a job now, in the foreground (exit code: its outcome)\n"
+    "  remove NAME  forget a job (its snapshots and run history stay)\n\n"
+    "Run 'keel job ACTION --help' for an action's options. See docs/jobs.md.\n";
+
+std::string absolute_path(const std::string& path) {
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// --jobs, shared by every action.
+void add_jobs_option(po::options_description& opts, std::string& path) {
+  opts.add_options()("jobs", po::value(&path), "job store (env KEEL_JOBS; default $XDG_DATA_HOME/keel/jobs.db)");
+}
+
+int job_add(App& app, const Args& args) {
+  jobs::Job job;
+  std::string jobs_file, rpo;
+  po::options_description opts("keel job add NAME --paths PATH --schedule CRON [options]: store a backup job");
+  opts.add_options()
+      ("name", po::value(&job.name), "the job's name (letters, digits, '.', '_', '-')")
+      ("paths", po::value(&job.paths)->composing(), "a file or directory to back up (repeatable)")
+      ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
+      ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
+      ("schedule", po::value(&job.schedule), "cron expression: \"0 2 * * *\", \"*/15 * * * *\", @daily, ...")
+      ("timezone", po::value(&job.time_zone), "IANA time zone of the schedule (default: this machine's)")
+      ("keep-last", po::value(&job.retention.last), "after each run keep the newest N snapshots of the job")
+      ("keep-hourly", po::value(&job.retention.hourly), "... and the newest of each of the last N hours")
+      ("keep-daily", po::value(&job.retention.daily), "... days")
+      ("keep-weekly", po::value(&job.retention.weekly), "... weeks")
+      ("keep-monthly", po::value(&job.retention.monthly), "... months")
+      ("keep-yearly", po::value(&job.retention.yearly), "... years")
+      ("keep-tag", po::value(&job.retention.keep_tags)->composing(), "never forget snapshots with this tag")
+      ("rpo", po::value(&rpo), "recovery point objective: the newest successful run may be this old (24h, 90m)")
+      ("before", po::value(&job.before_hook), "shell command run before the backup; if it fails, nothing is backed up")
+      ("after", po::value(&job.after_hook), "shell command run after the backup, whatever its outcome");
+  add_jobs_option(opts, jobs_file);
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
+  if (!app.parse(args, opts, pos, vm)) return 0;
+  jobs::validate_job_name(job.name);
+  if (job.paths.empty()) throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
+  if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
+  if (app.global.repo.empty()) throw Error(ErrorKind::kUsage, "give the job a repository: --repo or KEEL_REPO");
+  job.time_zone = job.cron().time_zone();  // the default resolved now, so the job does not move with TZ
+  if (!rpo.empty()) job.rpo = parse_duration(rpo, "--rpo");
+  for (std::string& path : job.paths) {
+    path = absolute_path(path);
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+      app.warn("keel: warning: " + path + " does not exist (yet); runs fail until it does");
+    }
+  }
+
+  jobs::JobStore store(jobs_path(jobs_file));
+  if (store.find(job.name)) {
+    throw Error(ErrorKind::kUsage, "a job named " + job.name + " exists already (keel job remove " + job.name + " first)");
+  }
+  // Opening the repository proves the location and password work and finds
+  // the catalog the runs will record their history in.
+  auto repo = app.open_repository();
+  job.repo = app.global.repo;
+  job.endpoint = app.global.target.endpoint;
+  job.region = app.global.target.region;
+  job.aws_profile = app.global.target.profile;
+  job.ca_file = app.global.target.ca_file.empty() ? "" : absolute_path(app.global.target.ca_file);
+  job.virtual_hosted = app.global.target.virtual_hosted;
+  if (!app.global.password_file.empty()) job.password_file = absolute_path(app.global.password_file);
+  job.catalog = absolute_path(repo->catalog_path());
+  job.created_ns = jobs::to_unix_ns(std::chrono::system_clock::now());
+  store.add(job);
+
+  if (app.global.json) {
+    Json j;
+    job_json(j, job);
+    std::cout << j.str() << "\n";
+  } else {
+    app.say("added job " + job.name + ": " + std::to_string(job.paths.size()) + " path(s) to " + job.repo + " at '" +
+            job.schedule + "' (" + job.time_zone + "), next run " + fire_text(job.next_fire()));
+  }
+  return 0;
+}
+
+jobs::JobStatus status_of(const jobs::Job& job, const jobs::JobStore& store) {
+  jobs::JobStatus status = jobs::load_job_status(job);
+  status.running = FileLock::held_elsewhere(store.run_lock_path(job.name));
+  return status;
+}
+
+int job_list(App& app, const Args& args) {
+  std::string jobs_file;
+  po::options_description opts("keel job list: every job with its schedule, next run, last outcome and RPO status");
+  add_jobs_option(opts, jobs_file);
+  po::variables_map vm;
+  if (!app.parse(args, opts, {}, vm)) return 0;
+  jobs::JobStore store(jobs_path(jobs_file));
+  const jobs::TimePoint now = std::chrono::system_clock::now();
+  Json j;
+  j.begin_array();
+  if (!app.global.json) {
+    std::printf("%-16s  %-24s  %-19s  %-19s  %-11s  %s\n", "NAME", "SCHEDULE", "NEXT RUN", "LAST RUN", "OUTCOME", "RPO");
+  }
+  std::vector<jobs::Job> all = store.list();
+  for (const jobs::Job& job : all) {
+    jobs::JobStatus status = status_of(job, store);
+    if (app.global.json) {
+      j.begin_object().field("name", job.name).key("job");
+      job_json(j, job);
+      j.key("status");
+      job_status_json(j, status, now);
+      j.end_object();
+      continue;
+    }
+    std::string outcome = status.running ? "running"
+                          : status.last_run ? std::string(catalog::job_outcome_name(status.last_run->outcome))
+                                            : "-";
+    std::string last = status.last_run ? local_time(status.last_run->started_ns) : "-";
+    std::printf("%-16s  %-24s  %-19s  %-19s  %-11s  %s\n", job.name.c_str(), job.schedule.c_str(),
+                fire_text(status.next_fire).c_str(), last.c_str(), outcome.c_str(), rpo_text(status, now).c_str());
+  }
+  j.end_array();
+  if (app.global.json) {
+    std::cout << j.str() << "\n";
+  } else {
+    std::printf("%zu jobs in %s\n", all.size(), store.path().c_str());
+  }
+  return 0;
+}
+
+int job_show(App& app, const Args& args) {
+  std::string name, jobs_file;
+  size_t runs = 10;
+  po::options_description opts("keel job show NAME: a job's definition, status and recent runs");
+  opts.add_options()
+      ("name", po::value(&name), "the job")
+      ("runs", po::value(&runs)->default_value(runs), "show this many of the newest runs (0: all)");
+  add_jobs_option(opts, jobs_file);
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
+  if (!app.parse(args, opts, pos, vm)) return 0;
+  if (name.empty()) throw Error(ErrorKind::kUsage, "job show needs a job's NAME (see keel job list)");
+  jobs::JobStore store(jobs_path(jobs_file));
+  jobs::Job job = store.get(name);
+  jobs::JobStatus status = status_of(job, store);
+  std::vector<catalog::JobRunRecord> history = catalog::Catalog::open(job.catalog)->list_job_runs(job.name, runs);
+  const jobs::TimePoint now = std::chrono::system_clock::now();
+  if (app.global.json) {
+    Json j;
+    j.begin_object().key("job");
+    job_json(j, job);
+    j.key("status");
+    job_status_json(j, status, now);
+    j.key("runs").begin_array();
+    for (const auto& run : history) job_run_json(j, run);
+    j.end_array().end_object();
+    std::cout << j.str() << "\n";
+    return 0;
+  }
+  auto row = [](const char* label, const std::string& value) { std::printf("  %-14s%s\n", label, value.c_str()); };
+  auto list = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out.empty() ? "-" : out;
+  };
+  const engine::RetentionPolicy& r = job.retention;
+  std::string retention = "keep everything";
+  if (!r.empty()) {
+    retention = "last " + std::to_string(r.last) + ", hourly " + std::to_string(r.hourly) + ", daily " +
+                std::to_string(r.daily) + ", weekly " + std::to_string(r.weekly) + ", monthly " +
+                std::to_string(r.monthly) + ", yearly " + std::to_string(r.yearly);
+    if (!r.keep_tags.empty()) retention += "; tags kept: " + list(r.keep_tags);
+  }
+  std::printf("job %s\n", job.name.c_str());
+  row("repository", job.repo + (job.endpoint.empty() ? "" : " (endpoint " + job.endpoint + ")"));
+  row("paths", list(job.paths));
+  row("excludes", list(job.excludes));
+  row("tags", list(std::vector<std::string>{job.tag()}) + (job.tags.empty() ? "" : ", " + list(job.tags)));
+  row("schedule", job.schedule + " (" + job.time_zone + ")");
+  row("retention", retention);
+  row("RPO", rpo_text(status, now));
+  row("before hook", job.before_hook.empty() ? "-" : job.before_hook);
+  row("after hook", job.after_hook.empty() ? "-" : job.after_hook);
+  row("password file", job.password_file.empty() ? "- (KEEL_PASSWORD or KEEL_PASSWORD_FILE)" : job.password_file);
+  row("catalog", job.catalog);
+  row("next run", fire_text(status.next_fire) + (status.running ? " (running now)" : ""));
+  std::printf("\n%-6s  %-19s  %9s  %-11s  %-8s  %8s  %10s  %6s  %s\n", "RUN", "STARTED", "TIME", "OUTCOME", "SNAPSHOT",
+              "FILES", "ADDED", "ERRORS", "MESSAGE");
+  for (const auto& run : history) {
+    std::string time = run.ended_ns ? human_duration(static_cast<double>(run.ended_ns - run.started_ns) / 1e9) : "-";
+    std::printf("%-6lld  %-19s  %9s  %-11s  %-8s  %8llu  %10s  %6llu  %s\n", static_cast<long long>(run.id),
+                local_time(run.started_ns).c_str(), time.c_str(),
+                std::string(catalog::job_outcome_name(run.outcome)).c_str(),
+                run.snapshot ? run.snapshot->short_hex().c_str() : "-", static_cast<unsigned long long>(run.files),
+                human_bytes(run.bytes_added).c_str(), static_cast<unsigned long long>(run.errors), run.message.c_str());
+  }
+  return 0;
+}
+
+int job_run(App& app, const Args& args) {
+  std::string name, jobs_file, metrics_file;
+  po::options_description opts(
+      "keel job run NAME: run a job now in the foreground. Exit code: 0 success, 3 partial, 8 another run of the "
+      "job is going, 130 interrupted, else the failure's (docs/exit-codes.md)");
+  opts.add_options()
+      ("name", po::value(&name), "the job")
+      ("metrics-file", po::value(&metrics_file), "write the job's Prometheus metrics to FILE afterwards");
+  add_jobs_option(opts, jobs_file);
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
+  if (!app.parse(args, opts, pos, vm)) return 0;
+  if (name.empty()) throw Error(ErrorKind::kUsage, "job run needs a job's NAME (see keel job list)");
+  jobs::JobStore store(jobs_path(jobs_file));
+  jobs::Job job = store.get(name);
+  if (app.global.password_file.empty()) app.global.password_file = job.password_file;
+
+  jobs::RunOptions options;
+  options.lock_path = store.run_lock_path(job.name);
+  options.password = [&] { return app.password(); };
+  options.cancel = &App::cancel;
+  engine::BackupProgress progress;
+  options.progress = &progress;
+  options.warn = [&](const std::string& line) { app.warn(line); };
+  jobs::RunResult result;
+  {
+    ProgressLine line(app.progress_enabled(), [&](double t) { return backup_progress_text(progress, t); });
+    result = jobs::run_job(job, options);
+  }
+  const catalog::JobRunRecord& run = result.record;
+  if (!metrics_file.empty()) {
+    jobs::JobStatus status = jobs::load_job_status(job);
+    write_file_atomic(metrics_file, as_bytes(jobs::render_metrics({status}, std::chrono::system_clock::now())));
+  }
+
+  const std::string outcome(catalog::job_outcome_name(run.outcome));
+  if (app.global.json) {
+    Json j;
+    j.begin_object().key("run");
+    job_run_json(j, run);
+    j.field("exit_code", result.exit_code).field("snapshots_forgotten", static_cast<uint64_t>(result.snapshots_forgotten));
+    j.key("backup");
+    if (result.backup) {
+      j.begin_object();
+      backup_json_fields(j, *result.backup);
+      j.end_object();
+    } else {
+      j.null();
+    }
+    j.end_object();
+    std::cout << j.str() << "\n";
+  } else if (result.backup) {
+    std::string forgot = result.snapshots_forgotten ? "; forgot " + std::to_string(result.snapshots_forgotten) +
+                                                          " old snapshot(s)"
+                                                    : "";
+    app.say("job " + job.name + ": " + outcome + ": " + backup_summary(result.backup->snapshot) + forgot);
+  }
+  if (run.outcome != catalog::JobOutcome::kSuccess) app.warn("keel job run: job " + job.name + " " + outcome + ": " + run.message);
+  return result.exit_code;
+}
+
+int job_remove(App& app, const Args& args) {
+  std::string name, jobs_file;
+  po::options_description opts("keel job remove NAME: forget a job; its snapshots and run history stay");
+  opts.add_options()("name", po::value(&name), "the job");
+  add_jobs_option(opts, jobs_file);
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
+  if (!app.parse(args, opts, pos, vm)) return 0;
+  if (name.empty()) throw Error(ErrorKind::kUsage, "job remove needs a job's NAME (see keel job list)");
+  jobs::JobStore store(jobs_path(jobs_file));
+  store.remove(name);
+  if (app.global.json) {
+    std::cout << Json().begin_object().field("removed", name).end_object().str() << "\n";
+  } else {
+    app.say("removed job " + name + " (its snapshots and run history stay in the repository)");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_job(App& app, const Args& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    (args.empty() ? std::cerr : std::cout) << kUsage;
+    return args.empty() ? static_cast<int>(ErrorKind::kUsage) : 0;
+  }
+  const Args rest(args.begin() + 1, args.end());
+  if (args[0] == "add") return job_add(app, rest);
+  if (args[0] == "list") return job_list(app, rest);
+  if (args[0] == "show") return job_show(app, rest);
+  if (args[0] == "run") return job_run(app, rest);
+  if (args[0] == "remove") return job_remove(app, rest);
+  throw Error(ErrorKind::kUsage, "unknown job action '" + args[0] + "' (add, list, show, run, remove)");
+}
+
+}  // namespace keel::cli
