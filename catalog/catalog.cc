@@ -22,7 +22,7 @@ constexpr int kCacheKiB = 64 * 1024;
 
 // Migration N (1-based) is kMigrations[N - 1]: statements applied in one
 // transaction, after which PRAGMA user_version is N. Append, never edit.
-const std::vector<std::vector<std::string_view>> kMigrations = {
+const Migrations kMigrations = {
     // 1: the index of the target.
     {
         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
@@ -430,31 +430,9 @@ class SqliteCatalog final : public Catalog {
     }
   }
 
-  int read_user_version() {
-    StatementScope s(db_.cached("PRAGMA user_version"));
-    s->step();
-    return static_cast<int>(s->column_int64(0));
-  }
+  int read_user_version() { return user_version(db_); }
 
-  void migrate() {
-    const int latest = static_cast<int>(kMigrations.size());
-    int version = read_user_version();
-    while (version < latest) {
-      in_transaction([&] {
-        // Re-read under the write lock: another process may have migrated.
-        version = read_user_version();
-        if (version >= latest) return;
-        for (std::string_view sql : kMigrations[version]) db_.exec(sql);
-        db_.exec("PRAGMA user_version = " + std::to_string(version + 1));
-      });
-      version = read_user_version();
-    }
-    if (version > latest) {
-      throw Error(ErrorKind::kTargetIo, "catalog " + db_.path() + ": schema version " + std::to_string(version) +
-                                            " is newer than this keel supports (" + std::to_string(latest) +
-                                            "); upgrade keel");
-    }
-  }
+  void migrate() { apply_migrations(db_, kMigrations); }
 
   std::recursive_mutex mutex_;
   Database db_;

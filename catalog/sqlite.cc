@@ -154,4 +154,41 @@ Statement& Database::cached(std::string_view sql) {
 
 bool Database::autocommit() const { return sqlite3_get_autocommit(db_) != 0; }
 
+int user_version(Database& db) {
+  StatementScope s(db.cached("PRAGMA user_version"));
+  s->step();
+  return static_cast<int>(s->column_int64(0));
+}
+
+void apply_migrations(Database& db, const Migrations& migrations) {
+  const int latest = static_cast<int>(migrations.size());
+  for (int version = user_version(db); version < latest; version = user_version(db)) {
+    // IMMEDIATE takes the write lock now; re-read under it, as another
+    // process may have migrated meanwhile.
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      version = user_version(db);
+      if (version < latest) {
+        for (std::string_view sql : migrations[static_cast<size_t>(version)]) db.exec(sql);
+        db.exec("PRAGMA user_version = " + std::to_string(version + 1));
+      }
+      db.exec("COMMIT");
+    } catch (...) {
+      if (!db.autocommit()) {
+        try {
+          db.exec("ROLLBACK");
+        } catch (...) {  // the first error is the one to report
+        }
+      }
+      throw;
+    }
+  }
+  const int version = user_version(db);
+  if (version > latest) {
+    throw Error(ErrorKind::kTargetIo, db.path() + ": schema version " + std::to_string(version) +
+                                          " is newer than this keel supports (" + std::to_string(latest) +
+                                          "); upgrade keel");
+  }
+}
+
 }  // namespace keel::catalog

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "util/bytes.h"
 
@@ -109,5 +110,13 @@ class Database {
   // Node-based, so references handed out stay valid as it grows.
   std::unordered_map<std::string, Statement, SqlHash, std::equal_to<>> cache_;
 };
+
+// Schema migrations: migration N (1-based) is migrations[N - 1], statements
+// applied in one IMMEDIATE transaction, after which PRAGMA user_version is N.
+// Lists are appended to, never edited. Throws Error(kTargetIo) when the
+// database is newer than `migrations` knows.
+using Migrations = std::vector<std::vector<std::string_view>>;
+void apply_migrations(Database& db, const Migrations& migrations);
+int user_version(Database& db);
 
 }  // namespace keel::catalog

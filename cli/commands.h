@@ -22,5 +22,6 @@ int cmd_drills(App& app, const Args& args);
 int cmd_check(App& app, const Args& args);
 int cmd_key(App& app, const Args& args);
 int cmd_catalog(App& app, const Args& args);
+int cmd_gateway(App& app, const Args& args);
 
 }  // namespace keel::cli

@@ -23,6 +23,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"ls", keel::cli::cmd_ls},           {"find", keel::cli::cmd_find},           {"restore", keel::cli::cmd_restore}, {"check", keel::cli::cmd_check},
     {"key", keel::cli::cmd_key},         {"catalog", keel::cli::cmd_catalog},
     {"drill", keel::cli::cmd_drill},     {"drills", keel::cli::cmd_drills},
+    {"gateway", keel::cli::cmd_gateway},
 };
 
 void usage(std::ostream& out) {
@@ -38,7 +39,8 @@ void usage(std::ostream& out) {
          "  drill       restore drill: restore or verify a snapshot against RTO/RPO objectives\n"
          "  drills      the history of restore drills\n"
          "  key         list, add or remove passwords\n"
-         "  catalog     rebuild the local catalog from the repository\n\n"
+         "  catalog     rebuild the local catalog from the repository\n"
+         "  gateway     serve an S3-compatible endpoint (--config FILE; docs/gateway.md)\n\n"
          "Run 'keel COMMAND --help' for a command's options. Exit codes: docs/exit-codes.md\n";
 }
 
