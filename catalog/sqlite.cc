@@ -155,6 +155,7 @@ Statement& Database::cached(std::string_view sql) {
 bool Database::autocommit() const { return sqlite3_get_autocommit(db_) != 0; }
 
 int64_t Database::changes() const { return sqlite3_changes64(db_); }
+
 // --- Migrations --------------------------------------------------------------
 
 int schema_version(Database& db) {

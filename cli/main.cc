@@ -25,6 +25,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"forget", keel::cli::cmd_forget},   {"prune", keel::cli::cmd_prune},
     {"drill", keel::cli::cmd_drill},     {"drills", keel::cli::cmd_drills},
     {"job", keel::cli::cmd_job},         {"scheduler", keel::cli::cmd_scheduler},
+    {"gateway", keel::cli::cmd_gateway},
 };
 
 void usage(std::ostream& out) {
@@ -44,7 +45,8 @@ void usage(std::ostream& out) {
          "  job         add, list, show, run or remove scheduled backup jobs\n"
          "  scheduler   run jobs on their schedules (a foreground daemon)\n"
          "  key         list, add or remove passwords\n"
-         "  catalog     rebuild the local catalog from the repository\n\n"
+         "  catalog     rebuild the local catalog from the repository\n"
+         "  gateway     serve an S3-compatible endpoint (--config FILE; docs/gateway.md)\n\n"
          "Run 'keel COMMAND --help' for a command's options. Exit codes: docs/exit-codes.md\n";
 }
 

@@ -13,6 +13,10 @@ PACKAGES=(
   restic borgbackup
   # a real S3 server for the S3 tests: Ceph's RADOS Gateway (tests/s3/rgw.sh)
   radosgw ceph-mon ceph-osd ceph-common awscli openssl
+  # S3 clients that drive keel gateway in its tests (tests/gateway)
+  s3cmd rclone python3-boto3
+  # fuzz targets (cmake -DKEEL_FUZZ=ON): clang with libFuzzer
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -23,4 +23,10 @@ std::string to_hex(ByteView bytes);
 // Throws Error(kUsage) on odd length or a non-hex digit.
 Bytes from_hex(std::string_view hex);
 
+// Standard base64 (RFC 4648, with '=' padding).
+std::string to_base64(ByteView bytes);
+// Throws Error(kUsage) on a length that is not a multiple of 4, a character
+// outside the alphabet or misplaced padding.
+Bytes from_base64(std::string_view text);
+
 }  // namespace keel

@@ -1,7 +1,5 @@
 #include "targets/s3/s3_client.h"
 
-#include <openssl/evp.h>
-
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
@@ -9,47 +7,18 @@
 #include <sstream>
 #include <thread>
 
+#include "util/digest.h"
 #include "util/error.h"
+#include "util/xml.h"
 
 namespace keel::targets::s3 {
 namespace {
 
 namespace pt = boost::property_tree;
 
-std::array<uint8_t, 16> md5(ByteView data) {
-  std::array<uint8_t, 16> out{};
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_md5(), nullptr) != 1) {
-    throw Error(ErrorKind::kFailure, "MD5 failed");
-  }
-  return out;
-}
-
-std::string base64(ByteView data) {
-  std::string out(4 * ((data.size() + 2) / 3), '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data.data(), static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 std::string unquote(std::string s) {
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return s.substr(1, s.size() - 2);
   return s;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // The element at `path`, or an empty tree if there is none.
@@ -175,7 +144,7 @@ void S3Client::create_bucket(const std::string& bucket) {
 
 void S3Client::put_object(const std::string& bucket, const std::string& key, ByteView data) {
   auto digest = md5(data);
-  Request r{"PUT", bucket, key, {}, {{"content-md5", base64(digest)}}, data, {}};
+  Request r{"PUT", bucket, key, {}, {{"content-md5", to_base64(digest)}}, data, {}};
   HttpResponse resp = execute(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string etag = unquote(resp.header("etag"));
@@ -197,7 +166,7 @@ std::string S3Client::upload_part(const std::string& bucket, const std::string& 
                                   uint32_t part_number, ByteView data) {
   auto digest = md5(data);
   Request r{"PUT", bucket, key, {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}},
-            {{"content-md5", base64(digest)}}, data, {}};
+            {{"content-md5", to_base64(digest)}}, data, {}};
   HttpResponse resp = execute(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string etag = unquote(resp.header("etag"));
@@ -322,7 +291,7 @@ void S3Client::delete_objects(const std::string& bucket, const std::vector<std::
       body += "<Object><Key>" + xml_escape(keys[i]) + "</Key></Object>";
     }
     body += "</Delete>";
-    Request r{"POST", bucket, "", {{"delete", ""}}, {{"content-md5", base64(md5(as_bytes(body)))}, {"content-type", "application/xml"}},
+    Request r{"POST", bucket, "", {{"delete", ""}}, {{"content-md5", to_base64(md5(as_bytes(body)))}, {"content-type", "application/xml"}},
               as_bytes(body), {}};
     HttpResponse resp = execute(r);
     if (resp.status / 100 != 2) fail(r, resp);

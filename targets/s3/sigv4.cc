@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <memory>
 
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/openssl.h"
 
@@ -16,16 +17,10 @@ namespace keel::targets::s3 {
 
 namespace {
 
-constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
-constexpr std::string_view kService = "s3";
+constexpr std::string_view kAlgorithm = kSigV4Algorithm;
+constexpr std::string_view kService = kS3Service;
 constexpr std::string_view kScopeTerminator = "aws4_request";
 constexpr int kMaxPresignSeconds = 7 * 24 * 3600;  // S3 rejects longer X-Amz-Expires
-
-const EVP_MD* sha256_md() {
-  static const MdPtr md(EVP_MD_fetch(nullptr, "SHA256", nullptr));
-  if (!md) throw_openssl("fetching SHA-256");
-  return md.get();
-}
 
 EVP_MAC* hmac_mac() {
   static const MacPtr mac(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
@@ -176,16 +171,6 @@ SigningTime signing_time(std::time_t now) {
   return {text, std::string(text, 8)};
 }
 
-std::string credential_scope(const std::string& date, const std::string& region) {
-  return date + "/" + region + "/" + std::string(kService) + "/" + std::string(kScopeTerminator);
-}
-
-bool is_lower_hex_sha256(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 std::string sign_canonical(const SigningRequest& request, const std::vector<std::string>& signed_names,
                            const Credentials& credentials, const std::string& region, const SigningTime& time) {
   const std::string canonical = canonical_request(request, signed_names);
@@ -238,18 +223,7 @@ std::string canonical_query_string(const NameValues& query) {
   return out;
 }
 
-std::string sha256_hex(ByteView data) {
-  const MdCtxPtr ctx(EVP_MD_CTX_new());
-  if (!ctx) throw_openssl("creating a SHA-256 context");
-  std::array<uint8_t, 32> digest;
-  unsigned int written = 0;
-  if (EVP_DigestInit_ex2(ctx.get(), sha256_md(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), digest.data(), &written) != 1 || written != digest.size()) {
-    throw_openssl("SHA-256");
-  }
-  return to_hex(digest);
-}
+std::string sha256_hex(ByteView data) { return to_hex(sha256(data)); }
 
 std::string canonical_request(const SigningRequest& request, const std::vector<std::string>& signed_header_names) {
   if (request.method.empty()) throw Error(ErrorKind::kUsage, "SigV4: request without a method");
@@ -281,6 +255,23 @@ std::string canonical_request(const SigningRequest& request, const std::vector<s
          header_block + "\n" + join(signed_header_names, ';') + "\n" + request.payload_hash;
 }
 
+std::string credential_scope(std::string_view date, std::string_view region, std::string_view service) {
+  std::string out(date);
+  out += '/';
+  out += region;
+  out += '/';
+  out += service;
+  out += '/';
+  out += kScopeTerminator;
+  return out;
+}
+
+bool is_lower_hex_sha256(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 std::string string_to_sign(std::string_view amz_date, std::string_view scope, std::string_view canonical_request) {
   std::string out(kAlgorithm);
   out += '\n';
@@ -303,6 +294,19 @@ std::array<uint8_t, 32> signing_key(std::string_view secret, std::string_view da
 
 std::string signature(const std::array<uint8_t, 32>& key, std::string_view string_to_sign) {
   return to_hex(hmac_sha256(key, string_to_sign));
+}
+
+std::string chunk_string_to_sign(std::string_view amz_date, std::string_view scope,
+                                 std::string_view previous_signature, std::string_view chunk_sha256_hex) {
+  static const std::string kEmptySha256 = sha256_hex({});
+  return std::string(kAlgorithm) + "-PAYLOAD\n" + std::string(amz_date) + "\n" + std::string(scope) + "\n" +
+         std::string(previous_signature) + "\n" + kEmptySha256 + "\n" + std::string(chunk_sha256_hex);
+}
+
+std::string trailer_string_to_sign(std::string_view amz_date, std::string_view scope,
+                                   std::string_view previous_signature, std::string_view trailer_sha256_hex) {
+  return std::string(kAlgorithm) + "-TRAILER\n" + std::string(amz_date) + "\n" + std::string(scope) + "\n" +
+         std::string(previous_signature) + "\n" + std::string(trailer_sha256_hex);
 }
 
 NameValues sign_request(const SigningRequest& request, const Credentials& credentials, const std::string& region,

@@ -39,6 +39,12 @@ struct SigningRequest {
 };
 
 inline constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+inline constexpr std::string_view kSigV4Algorithm = "AWS4-HMAC-SHA256";
+inline constexpr std::string_view kS3Service = "s3";
+// Payload hashes of aws-chunked bodies: chunk signatures, optional trailers.
+inline constexpr std::string_view kStreamingSignedPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+inline constexpr std::string_view kStreamingSignedPayloadTrailer = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";
+inline constexpr std::string_view kStreamingUnsignedPayloadTrailer = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
 
 // Signs `request` at time `now` for service "s3". Returns the headers to add
 // to the HTTP request: authorization, x-amz-content-sha256, x-amz-date, and
@@ -79,6 +85,12 @@ std::string sha256_hex(ByteView data);
 // A verifier of a presigned URL passes the query without X-Amz-Signature.
 std::string canonical_request(const SigningRequest& request, const std::vector<std::string>& signed_header_names);
 
+// "<date>/<region>/<service>/aws4_request".
+std::string credential_scope(std::string_view date, std::string_view region, std::string_view service = kS3Service);
+
+// True for 64 lower-case hex digits (a SHA-256 in the form SigV4 uses).
+bool is_lower_hex_sha256(std::string_view s);
+
 // "AWS4-HMAC-SHA256\n<amz_date>\n<scope>\n<hex SHA-256 of canonical_request>".
 std::string string_to_sign(std::string_view amz_date, std::string_view scope, std::string_view canonical_request);
 
@@ -89,5 +101,15 @@ std::array<uint8_t, 32> signing_key(std::string_view secret, std::string_view da
 
 // Lowercase hex HMAC-SHA-256 of the string to sign under the signing key.
 std::string signature(const std::array<uint8_t, 32>& key, std::string_view string_to_sign);
+
+// aws-chunked bodies sign each chunk, chaining signatures from the request's
+// own (the seed): "AWS4-HMAC-SHA256-PAYLOAD\n<amz_date>\n<scope>\n<previous
+// signature>\n<hex SHA-256 of "">\n<hex SHA-256 of the chunk data>".
+std::string chunk_string_to_sign(std::string_view amz_date, std::string_view scope,
+                                 std::string_view previous_signature, std::string_view chunk_sha256_hex);
+// The trailer's: "AWS4-HMAC-SHA256-TRAILER\n<amz_date>\n<scope>\n<previous
+// signature>\n<hex SHA-256 of the trailer lines, each "name:value\n">".
+std::string trailer_string_to_sign(std::string_view amz_date, std::string_view scope,
+                                   std::string_view previous_signature, std::string_view trailer_sha256_hex);
 
 }  // namespace keel::targets::s3

@@ -1,0 +1,388 @@
+#include "gateway/metadata.h"
+
+#include "catalog/sqlite.h"
+#include "util/codec.h"
+#include "util/error.h"
+
+namespace keel::gateway {
+
+namespace {
+
+using catalog::Statement;
+using catalog::StatementScope;
+
+constexpr int kBusyTimeoutMs = 10'000;
+
+const std::vector<catalog::Migration> kMigrations = {
+    // 1: buckets, objects and their files, multipart uploads.
+    {
+        "CREATE TABLE buckets(name TEXT PRIMARY KEY, owner TEXT NOT NULL, created_ns INTEGER NOT NULL,"
+        " path TEXT NOT NULL, configured INTEGER NOT NULL) WITHOUT ROWID",
+        // headers: an Encoder list of (name, value) pairs.
+        "CREATE TABLE objects(object_no INTEGER PRIMARY KEY, bucket TEXT NOT NULL, key TEXT NOT NULL,"
+        " size INTEGER NOT NULL, etag TEXT NOT NULL, modified_ns INTEGER NOT NULL, headers BLOB NOT NULL,"
+        " checksum_algorithm TEXT NOT NULL, checksum TEXT NOT NULL, UNIQUE(bucket, key))",
+        "CREATE TABLE segments(object_no INTEGER NOT NULL REFERENCES objects(object_no) ON DELETE CASCADE,"
+        " seq INTEGER NOT NULL, file TEXT NOT NULL, length INTEGER NOT NULL, PRIMARY KEY(object_no, seq))"
+        " WITHOUT ROWID",
+        "CREATE TABLE uploads(upload_id TEXT PRIMARY KEY, bucket TEXT NOT NULL, key TEXT NOT NULL,"
+        " initiator TEXT NOT NULL, initiated_ns INTEGER NOT NULL, headers BLOB NOT NULL,"
+        " checksum_algorithm TEXT NOT NULL) WITHOUT ROWID",
+        "CREATE INDEX uploads_by_key ON uploads(bucket, key, initiated_ns, upload_id)",
+        "CREATE TABLE parts(upload_id TEXT NOT NULL REFERENCES uploads(upload_id) ON DELETE CASCADE,"
+        " part_no INTEGER NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL, modified_ns INTEGER NOT NULL,"
+        " file TEXT NOT NULL, PRIMARY KEY(upload_id, part_no)) WITHOUT ROWID",
+    },
+};
+
+Bytes encode_headers(const NameValues& headers) {
+  Encoder e;
+  e.varint(headers.size());
+  for (const auto& [name, value] : headers) {
+    e.str(name);
+    e.str(value);
+  }
+  return e.take();
+}
+
+NameValues decode_headers(ByteView data) {
+  Decoder d(data, "gateway object headers");
+  const uint64_t count = d.varint();
+  if (count > d.remaining()) d.fail("header count " + std::to_string(count) + " exceeds the bytes left");
+  NameValues out;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string name = d.str();
+    out.emplace_back(std::move(name), d.str());
+  }
+  d.expect_done();
+  return out;
+}
+
+// "prefix" as a range: keys >= prefix and < the prefix's successor.
+std::optional<std::string> prefix_end(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) != 0xff) {
+      prefix.back() = static_cast<char>(prefix.back() + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct MetadataStore::Impl {
+  explicit Impl(const std::string& path) : db(path) {}
+  catalog::Database db;
+};
+
+MetadataStore::MetadataStore(const std::string& path) : impl_(std::make_unique<Impl>(path)) {
+  auto& db = impl_->db;
+  db.exec("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs));
+  db.exec("PRAGMA journal_mode = WAL");
+  // FULL: a commit is on disk before the client hears of it.
+  db.exec("PRAGMA synchronous = FULL");
+  db.exec("PRAGMA foreign_keys = ON");
+  catalog::migrate(db, kMigrations);
+}
+
+MetadataStore::~MetadataStore() = default;
+
+void MetadataStore::transaction(const std::function<void()>& fn) {
+  auto& db = impl_->db;
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    fn();
+    db.exec("COMMIT");
+  } catch (...) {
+    if (!db.autocommit()) {
+      try {
+        db.exec("ROLLBACK");
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+    throw;
+  }
+}
+
+void MetadataStore::put_bucket(const BucketRecord& b) {
+  StatementScope s(impl_->db.cached(
+      "INSERT INTO buckets(name, owner, created_ns, path, configured) VALUES(?, ?, ?, ?, ?) ON CONFLICT(name) DO"
+      " UPDATE SET owner = excluded.owner, path = excluded.path, configured = excluded.configured"));
+  s->bind_text(1, b.name);
+  s->bind_text(2, b.owner);
+  s->bind_int64(3, b.created_ns);
+  s->bind_text(4, b.path);
+  s->bind_int64(5, b.configured ? 1 : 0);
+  s->run();
+}
+
+namespace {
+BucketRecord read_bucket(Statement& s) {
+  return {s.column_text(0), s.column_text(1), s.column_int64(2), s.column_text(3), s.column_int64(4) != 0};
+}
+}  // namespace
+
+std::optional<BucketRecord> MetadataStore::bucket(const std::string& name) {
+  StatementScope s(impl_->db.cached("SELECT name, owner, created_ns, path, configured FROM buckets WHERE name = ?"));
+  s->bind_text(1, name);
+  if (!s->step()) return std::nullopt;
+  return read_bucket(*s);
+}
+
+std::vector<BucketRecord> MetadataStore::buckets() {
+  StatementScope s(impl_->db.cached("SELECT name, owner, created_ns, path, configured FROM buckets ORDER BY name"));
+  std::vector<BucketRecord> out;
+  while (s->step()) out.push_back(read_bucket(*s));
+  return out;
+}
+
+void MetadataStore::delete_bucket(const std::string& name) {
+  StatementScope s(impl_->db.cached("DELETE FROM buckets WHERE name = ?"));
+  s->bind_text(1, name);
+  s->run();
+}
+
+bool MetadataStore::bucket_has_objects_or_uploads(const std::string& name) {
+  StatementScope s(impl_->db.cached("SELECT EXISTS(SELECT 1 FROM objects WHERE bucket = ?1) OR"
+                                    " EXISTS(SELECT 1 FROM uploads WHERE bucket = ?1)"));
+  s->bind_text(1, name);
+  s->step();
+  return s->column_int64(0) != 0;
+}
+
+namespace {
+
+std::vector<Segment> segments_of(catalog::Database& db, int64_t object_no) {
+  StatementScope s(db.cached("SELECT file, length FROM segments WHERE object_no = ? ORDER BY seq"));
+  s->bind_int64(1, object_no);
+  std::vector<Segment> out;
+  while (s->step()) out.push_back({s->column_text(0), s->column_uint64(1)});
+  return out;
+}
+
+std::optional<int64_t> object_no(catalog::Database& db, const std::string& bucket, const std::string& key) {
+  StatementScope s(db.cached("SELECT object_no FROM objects WHERE bucket = ? AND key = ?"));
+  s->bind_text(1, bucket);
+  s->bind_text(2, key);
+  if (!s->step()) return std::nullopt;
+  return s->column_int64(0);
+}
+
+constexpr const char* kObjectColumns =
+    "object_no, bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum";
+
+ObjectRecord read_object(Statement& s) {
+  ObjectRecord o;
+  o.bucket = s.column_text(1);
+  o.key = s.column_text(2);
+  o.size = s.column_uint64(3);
+  o.etag = s.column_text(4);
+  o.modified_ns = s.column_int64(5);
+  o.headers = decode_headers(s.column_blob(6));
+  o.checksum_algorithm = s.column_text(7);
+  o.checksum = s.column_text(8);
+  return o;
+}
+
+}  // namespace
+
+std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
+  auto& db = impl_->db;
+  std::vector<Segment> replaced;
+  if (auto old = object_no(db, o.bucket, o.key)) {
+    replaced = segments_of(db, *old);
+    StatementScope s(db.cached("DELETE FROM objects WHERE object_no = ?"));
+    s->bind_int64(1, *old);
+    s->run();
+  }
+  int64_t number;
+  {
+    StatementScope s(db.cached(
+        "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
+    s->bind_text(1, o.bucket);
+    s->bind_text(2, o.key);
+    s->bind_uint64(3, o.size);
+    s->bind_text(4, o.etag);
+    s->bind_int64(5, o.modified_ns);
+    s->bind_blob(6, encode_headers(o.headers));
+    s->bind_text(7, o.checksum_algorithm);
+    s->bind_text(8, o.checksum);
+    s->step();
+    number = s->column_int64(0);
+  }
+  StatementScope s(db.cached("INSERT INTO segments(object_no, seq, file, length) VALUES(?, ?, ?, ?)"));
+  for (size_t i = 0; i < o.segments.size(); ++i) {
+    s->bind_int64(1, number);
+    s->bind_int64(2, static_cast<int64_t>(i));
+    s->bind_text(3, o.segments[i].file);
+    s->bind_uint64(4, o.segments[i].length);
+    s->run();
+    s->reset();
+  }
+  return replaced;
+}
+
+std::optional<ObjectRecord> MetadataStore::object(const std::string& bucket, const std::string& key) {
+  auto& db = impl_->db;
+  int64_t number;
+  ObjectRecord o;
+  {
+    StatementScope s(db.cached(std::string("SELECT ") + kObjectColumns + " FROM objects WHERE bucket = ? AND key = ?"));
+    s->bind_text(1, bucket);
+    s->bind_text(2, key);
+    if (!s->step()) return std::nullopt;
+    number = s->column_int64(0);
+    o = read_object(*s);
+  }
+  o.segments = segments_of(db, number);
+  return o;
+}
+
+std::optional<std::vector<Segment>> MetadataStore::delete_object(const std::string& bucket, const std::string& key) {
+  auto& db = impl_->db;
+  const auto number = object_no(db, bucket, key);
+  if (!number) return std::nullopt;
+  auto segments = segments_of(db, *number);
+  StatementScope s(db.cached("DELETE FROM objects WHERE object_no = ?"));
+  s->bind_int64(1, *number);
+  s->run();
+  return segments;
+}
+
+std::vector<ObjectRecord> MetadataStore::list_objects(const std::string& bucket, const std::string& prefix,
+                                                      const std::string& after, size_t limit) {
+  auto& db = impl_->db;
+  const std::string from = std::max(after, prefix);
+  const auto end = prefix_end(prefix);
+  // key > from, or key >= prefix when nothing comes after it: "> from" misses
+  // the key equal to the prefix itself, so start there when after < prefix.
+  StatementScope s(db.cached(std::string("SELECT ") + kObjectColumns +
+                             " FROM objects WHERE bucket = ?1 AND (key > ?2 OR (?3 AND key = ?2))"
+                             " AND (?4 IS NULL OR key < ?4) ORDER BY key LIMIT ?5"));
+  s->bind_text(1, bucket);
+  s->bind_text(2, from);
+  s->bind_int64(3, after < prefix ? 1 : 0);
+  if (end) {
+    s->bind_text(4, *end);
+  } else {
+    s->bind_null(4);
+  }
+  s->bind_int64(5, static_cast<int64_t>(limit));
+  std::vector<ObjectRecord> out;
+  while (s->step()) out.push_back(read_object(*s));
+  return out;
+}
+
+void MetadataStore::create_upload(const UploadRecord& u) {
+  StatementScope s(impl_->db.cached(
+      "INSERT INTO uploads(upload_id, bucket, key, initiator, initiated_ns, headers, checksum_algorithm)"
+      " VALUES(?, ?, ?, ?, ?, ?, ?)"));
+  s->bind_text(1, u.upload_id);
+  s->bind_text(2, u.bucket);
+  s->bind_text(3, u.key);
+  s->bind_text(4, u.initiator);
+  s->bind_int64(5, u.initiated_ns);
+  s->bind_blob(6, encode_headers(u.headers));
+  s->bind_text(7, u.checksum_algorithm);
+  s->run();
+}
+
+namespace {
+constexpr const char* kUploadColumns = "upload_id, bucket, key, initiator, initiated_ns, headers, checksum_algorithm";
+UploadRecord read_upload(Statement& s) {
+  return {s.column_text(0), s.column_text(1),  s.column_text(2), s.column_text(3),
+          s.column_int64(4), decode_headers(s.column_blob(5)), s.column_text(6)};
+}
+}  // namespace
+
+std::optional<UploadRecord> MetadataStore::upload(const std::string& upload_id) {
+  StatementScope s(impl_->db.cached(std::string("SELECT ") + kUploadColumns + " FROM uploads WHERE upload_id = ?"));
+  s->bind_text(1, upload_id);
+  if (!s->step()) return std::nullopt;
+  return read_upload(*s);
+}
+
+std::vector<UploadRecord> MetadataStore::list_uploads(const std::string& bucket, const std::string& prefix,
+                                                      const std::string& key_marker,
+                                                      const std::string& upload_id_marker, size_t limit) {
+  // S3: with an upload-id-marker, uploads of key_marker after that id; without
+  // one, keys after key_marker.
+  StatementScope s(impl_->db.cached(
+      std::string("SELECT ") + kUploadColumns +
+      " FROM uploads WHERE bucket = ?1 AND substr(key, 1, length(?2)) = ?2"
+      " AND (key > ?3 OR (?4 != '' AND key = ?3 AND upload_id > ?4))"
+      " ORDER BY key, initiated_ns, upload_id LIMIT ?5"));
+  s->bind_text(1, bucket);
+  s->bind_text(2, prefix);
+  s->bind_text(3, key_marker);
+  s->bind_text(4, upload_id_marker);
+  s->bind_int64(5, static_cast<int64_t>(limit));
+  std::vector<UploadRecord> out;
+  while (s->step()) out.push_back(read_upload(*s));
+  return out;
+}
+
+std::optional<std::string> MetadataStore::put_part(const std::string& upload_id, const PartRecord& p) {
+  auto& db = impl_->db;
+  std::optional<std::string> replaced;
+  {
+    StatementScope s(db.cached("SELECT file FROM parts WHERE upload_id = ? AND part_no = ?"));
+    s->bind_text(1, upload_id);
+    s->bind_int64(2, p.part_number);
+    if (s->step()) replaced = s->column_text(0);
+  }
+  StatementScope s(db.cached(
+      "INSERT OR REPLACE INTO parts(upload_id, part_no, size, etag, modified_ns, file) VALUES(?, ?, ?, ?, ?, ?)"));
+  s->bind_text(1, upload_id);
+  s->bind_int64(2, p.part_number);
+  s->bind_uint64(3, p.size);
+  s->bind_text(4, p.etag);
+  s->bind_int64(5, p.modified_ns);
+  s->bind_text(6, p.file);
+  s->run();
+  return replaced;
+}
+
+std::vector<PartRecord> MetadataStore::parts(const std::string& upload_id, int after_part, size_t limit) {
+  StatementScope s(impl_->db.cached(
+      "SELECT part_no, size, etag, modified_ns, file FROM parts WHERE upload_id = ? AND part_no > ?"
+      " ORDER BY part_no LIMIT ?"));
+  s->bind_text(1, upload_id);
+  s->bind_int64(2, after_part);
+  s->bind_int64(3, static_cast<int64_t>(limit));
+  std::vector<PartRecord> out;
+  while (s->step()) {
+    out.push_back({static_cast<int>(s->column_int64(0)), s->column_uint64(1), s->column_text(2), s->column_int64(3),
+                   s->column_text(4)});
+  }
+  return out;
+}
+
+std::vector<std::string> MetadataStore::delete_upload(const std::string& upload_id) {
+  auto& db = impl_->db;
+  std::vector<std::string> files;
+  {
+    StatementScope s(db.cached("SELECT file FROM parts WHERE upload_id = ?"));
+    s->bind_text(1, upload_id);
+    while (s->step()) files.push_back(s->column_text(0));
+  }
+  StatementScope s(db.cached("DELETE FROM uploads WHERE upload_id = ?"));
+  s->bind_text(1, upload_id);
+  s->run();
+  return files;
+}
+
+std::vector<std::string> MetadataStore::referenced_files(const std::string& bucket) {
+  StatementScope s(impl_->db.cached(
+      "SELECT file FROM segments JOIN objects USING(object_no) WHERE bucket = ?1"
+      " UNION SELECT file FROM parts JOIN uploads USING(upload_id) WHERE bucket = ?1"));
+  s->bind_text(1, bucket);
+  std::vector<std::string> out;
+  while (s->step()) out.push_back(s->column_text(0));
+  return out;
+}
+
+}  // namespace keel::gateway

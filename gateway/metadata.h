@@ -1,0 +1,111 @@
+// The gateway's metadata database (SQLite, WAL, synchronous=FULL so that an
+// acknowledged write survives a crash): buckets, objects with their headers,
+// ETag and the files holding their bytes, and multipart uploads with parts.
+// Not thread-safe: the caller serialises access.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gateway/request.h"
+
+namespace keel::gateway {
+
+struct BucketRecord {
+  std::string name;
+  std::string owner;
+  int64_t created_ns = 0;
+  std::string path;  // raw mode: the directory holding its files
+  bool configured = false;  // from the configuration file (not deletable through the API)
+};
+
+// A file holding a stretch of an object's bytes, by its name in the bucket's directory.
+struct Segment {
+  std::string file;
+  uint64_t length = 0;
+};
+
+struct ObjectRecord {
+  std::string bucket;
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;  // without quotes: hex MD5, or hex MD5-of-MD5s + "-N"
+  int64_t modified_ns = 0;
+  NameValues headers;  // content-type, x-amz-meta-*, ... as given at upload
+  std::string checksum_algorithm;  // empty when none was sent
+  std::string checksum;            // base64
+  std::vector<Segment> segments;
+};
+
+struct UploadRecord {
+  std::string upload_id;
+  std::string bucket;
+  std::string key;
+  std::string initiator;
+  int64_t initiated_ns = 0;
+  NameValues headers;
+  std::string checksum_algorithm;
+};
+
+struct PartRecord {
+  int part_number = 0;
+  uint64_t size = 0;
+  std::string etag;  // hex MD5
+  int64_t modified_ns = 0;
+  std::string file;
+};
+
+class MetadataStore {
+ public:
+  explicit MetadataStore(const std::string& path);
+  ~MetadataStore();
+  MetadataStore(const MetadataStore&) = delete;
+  MetadataStore& operator=(const MetadataStore&) = delete;
+
+  // Runs `fn` in one IMMEDIATE transaction; rolls back if it throws.
+  void transaction(const std::function<void()>& fn);
+
+  // Buckets.
+  void put_bucket(const BucketRecord& bucket);  // insert, or update owner/path/configured
+  std::optional<BucketRecord> bucket(const std::string& name);
+  std::vector<BucketRecord> buckets();
+  void delete_bucket(const std::string& name);
+  bool bucket_has_objects_or_uploads(const std::string& name);
+
+  // Objects. put_object replaces the key's object and returns the files the
+  // old one used (for the caller to remove once committed).
+  std::vector<Segment> put_object(const ObjectRecord& object);
+  std::optional<ObjectRecord> object(const std::string& bucket, const std::string& key);
+  // Removes the object; returns its files (empty when there was none).
+  std::optional<std::vector<Segment>> delete_object(const std::string& bucket, const std::string& key);
+  // Keys > after (and starting with prefix) in byte order, at most `limit`,
+  // without segments.
+  std::vector<ObjectRecord> list_objects(const std::string& bucket, const std::string& prefix,
+                                         const std::string& after, size_t limit);
+
+  // Multipart uploads.
+  void create_upload(const UploadRecord& upload);
+  std::optional<UploadRecord> upload(const std::string& upload_id);
+  // Uploads in (key, initiated, id) order after the marker, at most `limit`.
+  std::vector<UploadRecord> list_uploads(const std::string& bucket, const std::string& prefix,
+                                         const std::string& key_marker, const std::string& upload_id_marker,
+                                         size_t limit);
+  // Replaces a part; returns the file of the part it replaced.
+  std::optional<std::string> put_part(const std::string& upload_id, const PartRecord& part);
+  std::vector<PartRecord> parts(const std::string& upload_id, int after_part, size_t limit);
+  // Removes the upload and its parts; returns their files.
+  std::vector<std::string> delete_upload(const std::string& upload_id);
+
+  // Every file the objects and parts of `bucket` use.
+  std::vector<std::string> referenced_files(const std::string& bucket);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace keel::gateway

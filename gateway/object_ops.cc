@@ -1,0 +1,227 @@
+// The object operations of S3Api: put, get (ranges), head, delete, copy.
+#include <chrono>
+
+#include "gateway/payload_checks.h"
+#include "gateway/s3_api.h"
+#include "gateway/s3_api_util.h"
+#include "util/error.h"
+#include "util/xml.h"
+
+namespace keel::gateway {
+
+namespace {
+
+constexpr uint64_t kMaxPutSize = 5ull << 30;  // S3's limit for one PutObject or part
+
+// Reads a stretch of an object from its segment files, opened up front so
+// that an overwrite committed meanwhile (which unlinks them) cannot break it.
+class SegmentReader final : public BodyProducer {
+ public:
+  SegmentReader(const RawFiles& files, const std::vector<Segment>& segments, ByteRange range) : left_(range.length) {
+    uint64_t skip = range.first;
+    for (const auto& segment : segments) {
+      if (skip >= segment.length) {
+        skip -= segment.length;
+        continue;
+      }
+      pieces_.push_back({files.open(segment.file), skip, segment.length - skip, files.root() + "/" + segment.file});
+      skip = 0;
+    }
+  }
+
+  size_t read(std::span<uint8_t> out) override {
+    size_t total = 0;
+    while (total < out.size() && left_ > 0 && next_ < pieces_.size()) {
+      Piece& piece = pieces_[next_];
+      const size_t want = static_cast<size_t>(std::min<uint64_t>({out.size() - total, piece.left, left_}));
+      const size_t got = pread_full(piece.fd.get(), out.subspan(total, want), static_cast<off_t>(piece.offset), piece.path);
+      if (got != want) throw Error(ErrorKind::kTargetIo, piece.path + ": shorter than its recorded length");
+      piece.offset += got;
+      piece.left -= got;
+      left_ -= got;
+      total += got;
+      if (piece.left == 0) ++next_;
+    }
+    return total;
+  }
+
+ private:
+  struct Piece {
+    UniqueFd fd;
+    uint64_t offset;
+    uint64_t left;
+    std::string path;
+  };
+  std::vector<Piece> pieces_;
+  size_t next_ = 0;
+  uint64_t left_;
+};
+
+void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& request) {
+  bool has_type = false;
+  for (const auto& header : o.headers) {
+    has_type = has_type || header.first == "content-type";
+    r.headers.push_back(header);
+  }
+  if (!has_type) r.headers.emplace_back("content-type", "binary/octet-stream");
+  r.headers.emplace_back("etag", quoted(o.etag));
+  r.headers.emplace_back("last-modified", http_date(o.modified_ns / 1'000'000'000));
+  r.headers.emplace_back("accept-ranges", "bytes");
+  if (!o.checksum_algorithm.empty() && request.header("x-amz-checksum-mode") == "ENABLED") {
+    r.headers.emplace_back("x-amz-checksum-" + o.checksum_algorithm, o.checksum);
+  }
+}
+
+// If-Match and If-None-Match against the object's ETag.
+void check_conditions(const S3Request& request, const ObjectRecord& o) {
+  const auto matches = [&](const std::string& list) {
+    return list == "*" || list.find(quoted(o.etag)) != std::string::npos || list == o.etag;
+  };
+  if (request.has_header("if-match") && !matches(request.header("if-match"))) {
+    throw S3Error("PreconditionFailed", "the object's ETag does not match If-Match");
+  }
+}
+
+void add_checksum_header(Response& r, const PayloadChecks& checks) {
+  if (checks.checksum()) r.headers.emplace_back("x-amz-checksum-" + checks.checksum()->algorithm, checks.checksum()->value);
+}
+
+}  // namespace
+
+void S3Api::commit_object(Bucket& bucket, const ObjectRecord& object) {
+  std::vector<Segment> replaced;
+  {
+    std::lock_guard lock(mutex_);
+    metadata_.transaction([&] { replaced = metadata_.put_object(object); });
+  }
+  for (const auto& segment : replaced) bucket.files.remove(segment.file);
+}
+
+std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kWrite);
+  auto writer = std::make_shared<RawFiles::Writer>(bucket->files.create());
+  ObjectRecord object;
+  object.bucket = bucket->record.name;
+  object.key = call.request.key;
+  object.headers = stored_headers(call.request);
+  return body_reader(
+      call,
+      [writer](ByteView data) {
+        if (writer->size() + data.size() > kMaxPutSize) {
+          throw S3Error("EntityTooLarge", "a single PUT takes at most 5 GiB; use a multipart upload");
+        }
+        writer->write(data);
+      },
+      [this, bucket, writer, object](const PayloadChecks& checks) mutable {
+        object.size = writer->size();
+        object.etag = checks.md5_hex();
+        if (checks.checksum()) {
+          object.checksum_algorithm = checks.checksum()->algorithm;
+          object.checksum = checks.checksum()->value;
+        }
+        object.modified_ns = now_ns();
+        object.segments = {{writer->commit(), object.size}};
+        commit_object(*bucket, object);
+        Response r;
+        r.headers.emplace_back("etag", quoted(object.etag));
+        add_checksum_header(r, checks);
+        return r;
+      });
+}
+
+Response S3Api::get_object(const Call& call, bool head) {
+  const auto bucket = bucket_for(call, Access::kRead);
+  std::optional<ObjectRecord> object;
+  std::unique_ptr<SegmentReader> reader;
+  Response r;
+  {
+    std::lock_guard lock(mutex_);
+    object = metadata_.object(bucket->record.name, call.request.key);
+    if (!object) throw S3Error("NoSuchKey", "the key '" + call.request.key + "' does not exist");
+    check_conditions(call.request, *object);
+    if (call.request.has_header("if-none-match")) {
+      const std::string list = call.request.header("if-none-match");
+      if (list == "*" || list.find(quoted(object->etag)) != std::string::npos) {
+        r.status = 304;
+        r.headers.emplace_back("etag", quoted(object->etag));
+        return r;
+      }
+    }
+    std::optional<ByteRange> range;
+    if (call.request.has_header("range")) range = parse_range(call.request.header("range"), object->size);
+    const ByteRange whole{0, object->size};
+    if (range) {
+      r.status = 206;
+      r.headers.emplace_back("content-range", "bytes " + std::to_string(range->first) + "-" +
+                                                  std::to_string(range->first + range->length - 1) + "/" +
+                                                  std::to_string(object->size));
+    }
+    const ByteRange served = range.value_or(whole);
+    if (head) {
+      r.head_length = served.length;
+    } else {
+      r.stream = std::make_unique<SegmentReader>(bucket->files, object->segments, served);
+      r.stream_length = served.length;
+    }
+  }
+  add_object_headers(r, *object, call.request);
+  return r;
+}
+
+Response S3Api::delete_object(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kWrite);
+  std::optional<std::vector<Segment>> removed;
+  {
+    std::lock_guard lock(mutex_);
+    metadata_.transaction([&] { removed = metadata_.delete_object(bucket->record.name, call.request.key); });
+  }
+  for (const auto& segment : removed.value_or(std::vector<Segment>{})) bucket->files.remove(segment.file);
+  Response r;
+  r.status = 204;
+  return r;
+}
+
+Response S3Api::copy_object(const Call& call) {
+  const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
+  const S3Request source_request = [&] {
+    S3Request r = call.request;
+    r.bucket = source.bucket;
+    r.key = source.key;
+    return r;
+  }();
+  const Call source_call{source_request, call.user, call.auth};
+  const auto from = bucket_for(source_call, Access::kRead);
+  const auto to = bucket_for(call, Access::kWrite);
+  std::optional<ObjectRecord> object;
+  {
+    std::lock_guard lock(mutex_);
+    object = metadata_.object(from->record.name, source.key);
+  }
+  if (!object) throw S3Error("NoSuchKey", "the copy source '" + source.key + "' does not exist");
+  const std::string directive = call.request.header("x-amz-metadata-directive");
+  const bool replace = directive == "REPLACE";
+  if (!directive.empty() && directive != "COPY" && !replace) {
+    throw S3Error("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE");
+  }
+  if (!replace && from == to && source.key == call.request.key) {
+    throw S3Error("InvalidRequest", "this copy request is illegal because it is trying to copy an object to itself "
+                                    "without changing the object's metadata");
+  }
+  ObjectRecord copy = *object;
+  copy.bucket = to->record.name;
+  copy.key = call.request.key;
+  if (replace) copy.headers = stored_headers(call.request);
+  copy.modified_ns = now_ns();
+  copy.segments.clear();
+  for (const auto& segment : object->segments) {
+    copy.segments.push_back({to->files.copy(from->files, segment.file, segment.length), segment.length});
+  }
+  commit_object(*to, copy);
+  XmlWriter xml;
+  xml.open("CopyObjectResult", kS3Namespace)
+      .element("LastModified", iso8601(copy.modified_ns))
+      .element("ETag", quoted(copy.etag));
+  return xml_response(xml.finish());
+}
+
+}  // namespace keel::gateway

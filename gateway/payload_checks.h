@@ -1,0 +1,48 @@
+// Verifies a request body while it streams past: the MD5 every object needs
+// for its ETag (and Content-MD5), the SHA-256 a signed payload names, and an
+// x-amz-checksum-{crc32,crc32c,crc64nvme,sha1,sha256} given in a header or
+// in the aws-chunked trailer.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gateway/request.h"
+#include "gateway/sigv4_verify.h"
+#include "util/bytes.h"
+
+namespace keel::gateway {
+
+struct ObjectChecksum {
+  std::string algorithm;  // "crc32", "crc32c", "crc64nvme", "sha1", "sha256"
+  std::string value;      // base64 of the big-endian digest, as S3 shows it
+};
+
+class PayloadChecks {
+ public:
+  // Reads Content-MD5, x-amz-checksum-*, x-amz-sdk-checksum-algorithm and
+  // x-amz-trailer. Throws S3Error InvalidDigest (malformed Content-MD5) or
+  // InvalidRequest (malformed or conflicting checksum headers).
+  PayloadChecks(const S3Request& request, const Authentication& auth);
+  ~PayloadChecks();
+  PayloadChecks(PayloadChecks&&) noexcept;
+
+  void update(ByteView data);
+  // Compares everything with what the client sent, taking checksums the
+  // request announced for its trailer from `trailers`. Throws S3Error
+  // BadDigest, XAmzContentSHA256Mismatch or InvalidRequest.
+  void verify(const NameValues& trailers);
+
+  // After verify(): the body's MD5 in hex, and its checksum if one was sent.
+  const std::string& md5_hex() const { return md5_hex_; }
+  const std::optional<ObjectChecksum>& checksum() const { return checksum_; }
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  std::string md5_hex_;
+  std::optional<ObjectChecksum> checksum_;
+};
+
+}  // namespace keel::gateway

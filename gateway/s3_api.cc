@@ -1,0 +1,377 @@
+#include "gateway/s3_api.h"
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "gateway/aws_chunked.h"
+#include "gateway/payload_checks.h"
+#include "gateway/s3_api_util.h"
+#include "targets/s3/sigv4.h"
+#include "util/error.h"
+#include "util/xml.h"
+
+namespace keel::gateway {
+
+namespace {
+
+constexpr size_t kMaxXmlBody = 1 << 20;
+constexpr size_t kMaxDeleteKeys = 1000;
+
+// The body pipeline: aws-chunked decoding when the client chose it, the
+// payload checks, then the operation's consumer.
+class CheckedBody final : public RequestBody {
+ public:
+  CheckedBody(const S3Request& request, const Authentication& auth, std::function<void(ByteView)> write,
+              std::function<Response(const PayloadChecks&)> done)
+      : checks_(request, auth), write_(std::move(write)), done_(std::move(done)) {
+    const std::string decoded_length = request.header("x-amz-decoded-content-length");
+    const bool streaming = auth.payload == PayloadKind::kStreamingSigned ||
+                           auth.payload == PayloadKind::kStreamingSignedTrailer ||
+                           auth.payload == PayloadKind::kStreamingUnsignedTrailer;
+    if (streaming) {
+      std::optional<ChunkSigning> signing;
+      if (auth.payload != PayloadKind::kStreamingUnsignedTrailer) signing = auth.signing;
+      const bool trailer = auth.payload != PayloadKind::kStreamingSigned;
+      decoder_.emplace(std::move(signing), trailer, [this](ByteView data) { pass(data); });
+      if (!decoded_length.empty()) expected_size_ = parse_size(decoded_length, "x-amz-decoded-content-length");
+    }
+  }
+
+  void write(ByteView data) override {
+    if (decoder_) {
+      decoder_->feed(data);
+    } else {
+      pass(data);
+    }
+  }
+
+  Response finish() override {
+    static const NameValues kNoTrailers;
+    if (decoder_) decoder_->finish();
+    if (expected_size_ && *expected_size_ != size_) {
+      throw S3Error("IncompleteBody", "the body decoded to " + std::to_string(size_) +
+                                          " bytes, not the x-amz-decoded-content-length " +
+                                          std::to_string(*expected_size_));
+    }
+    checks_.verify(decoder_ ? decoder_->trailers() : kNoTrailers);
+    return done_(checks_);
+  }
+
+ private:
+  void pass(ByteView data) {
+    checks_.update(data);
+    size_ += data.size();
+    write_(data);
+  }
+
+  PayloadChecks checks_;
+  std::optional<AwsChunkedDecoder> decoder_;
+  std::function<void(ByteView)> write_;
+  std::function<Response(const PayloadChecks&)> done_;
+  std::optional<uint64_t> expected_size_;
+  uint64_t size_ = 0;
+};
+
+}  // namespace
+
+S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
+    : config_(std::move(config)),
+      clock_(std::move(clock)),
+      metadata_([&] {
+        std::filesystem::create_directories(config_.state_dir);
+        return config_.state_dir + "/gateway.db";
+      }()) {
+  std::set<std::string> configured;
+  for (const auto& b : config_.buckets) {
+    const auto existing = metadata_.bucket(b.name);
+    BucketRecord record{b.name, b.owner, existing ? existing->created_ns : now_ns(), b.path, true};
+    metadata_.put_bucket(record);
+    add_bucket(record, b.grants);
+    configured.insert(b.name);
+  }
+  for (auto& record : metadata_.buckets()) {
+    if (configured.contains(record.name)) continue;
+    if (record.configured) {  // dropped from the configuration: served as an API-created bucket of its owner
+      record.configured = false;
+      metadata_.put_bucket(record);
+    }
+    add_bucket(record, {});
+  }
+  for (const auto& [name, bucket] : buckets_) {
+    const auto files = metadata_.referenced_files(name);
+    bucket->files.remove_orphans(std::set<std::string>(files.begin(), files.end()));
+  }
+}
+
+S3Api::~S3Api() = default;
+
+std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<std::string, Access> grants) {
+  RawFiles files(record.path);
+  auto bucket = std::make_shared<Bucket>(Bucket{std::move(record), std::move(grants), std::move(files)});
+  buckets_[bucket->record.name] = bucket;
+  return bucket;
+}
+
+Access S3Api::access(const Bucket& bucket, const User& user) const {
+  if (bucket.record.owner == user.name) return Access::kOwner;
+  const auto grant = bucket.grants.find(user.name);
+  return grant == bucket.grants.end() ? Access::kNone : grant->second;
+}
+
+std::shared_ptr<S3Api::Bucket> S3Api::bucket_for(const Call& call, Access needed) {
+  std::shared_ptr<Bucket> bucket;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = buckets_.find(call.request.bucket);
+    if (it != buckets_.end()) bucket = it->second;
+  }
+  if (!bucket) throw S3Error("NoSuchBucket", "the bucket '" + call.request.bucket + "' does not exist");
+  if (access(*bucket, call.user) < needed) {
+    throw S3Error("AccessDenied", "user '" + call.user.name + "' may not do this in bucket '" +
+                                      call.request.bucket + "'");
+  }
+  return bucket;
+}
+
+Exchange S3Api::begin(RequestHead head) {
+  std::string resource = head.target.substr(0, head.target.find('?'));
+  try {
+    const S3Request request = parse_request(head.method, head.target, std::move(head.headers), config_.domains);
+    resource = request.resource();
+    const Authentication auth = authenticate(request, config_.users, clock_());
+    const Call call{request, *auth.user, auth};
+    Exchange exchange = dispatch(route(request), call);
+    exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
+    return exchange;
+  } catch (const S3Error& e) {
+    return {error_response(e, resource, head.request_id), nullptr};
+  } catch (const Error& e) {
+    return {error_response(S3Error("InternalError", e.what()), resource, head.request_id), nullptr};
+  }
+}
+
+Exchange S3Api::dispatch(Operation operation, const Call& call) {
+  const auto respond = [](Response r) { return Exchange{std::move(r), nullptr}; };
+  const auto read_body = [](std::unique_ptr<RequestBody> body) { return Exchange{{}, std::move(body)}; };
+  switch (operation) {
+    case Operation::kListBuckets: return respond(list_buckets(call));
+    case Operation::kCreateBucket: return read_body(create_bucket(call));
+    case Operation::kDeleteBucket: return respond(delete_bucket(call));
+    case Operation::kHeadBucket: return respond(head_bucket(call));
+    case Operation::kGetBucketLocation: return respond(bucket_location(call));
+    case Operation::kListObjects: return respond(list_objects(call, false));
+    case Operation::kListObjectsV2: return respond(list_objects(call, true));
+    case Operation::kDeleteObjects: return read_body(delete_objects(call));
+    case Operation::kListMultipartUploads: return respond(list_uploads(call));
+    case Operation::kPutObject: return read_body(put_object(call));
+    case Operation::kCopyObject: return respond(copy_object(call));
+    case Operation::kGetObject: return respond(get_object(call, false));
+    case Operation::kHeadObject: return respond(get_object(call, true));
+    case Operation::kDeleteObject: return respond(delete_object(call));
+    case Operation::kCreateMultipartUpload: return respond(create_upload(call));
+    case Operation::kUploadPart: return read_body(upload_part(call));
+    case Operation::kUploadPartCopy: return respond(upload_part_copy(call));
+    case Operation::kCompleteMultipartUpload: return read_body(complete_upload(call));
+    case Operation::kAbortMultipartUpload: return respond(abort_upload(call));
+    case Operation::kListParts: return respond(list_parts(call));
+  }
+  throw S3Error("NotImplemented", "operation not implemented");
+}
+
+std::unique_ptr<RequestBody> S3Api::body_reader(const Call& call, BodyWrite write, BodyDone done) {
+  return std::make_unique<CheckedBody>(call.request, call.auth, std::move(write), std::move(done));
+}
+
+std::unique_ptr<RequestBody> S3Api::small_body(const Call& call, std::function<Response(const std::string&)> done) {
+  auto text = std::make_shared<std::string>();
+  return body_reader(
+      call,
+      [text](ByteView data) {
+        if (text->size() + data.size() > kMaxXmlBody) {
+          throw S3Error("MaxMessageLengthExceeded", "the request body is larger than 1 MiB");
+        }
+        text->append(as_chars(data));
+      },
+      [text, done = std::move(done)](const PayloadChecks&) { return done(*text); });
+}
+
+// --- Buckets -------------------------------------------------------------------
+
+Response S3Api::list_buckets(const Call& call) {
+  XmlWriter xml;
+  xml.open("ListAllMyBucketsResult", kS3Namespace);
+  xml.open("Owner").element("ID", call.user.name).element("DisplayName", call.user.name).close();
+  xml.open("Buckets");
+  std::lock_guard lock(mutex_);
+  for (const auto& [name, bucket] : buckets_) {
+    if (access(*bucket, call.user) == Access::kNone) continue;
+    xml.open("Bucket").element("Name", name).element("CreationDate", iso8601(bucket->record.created_ns)).close();
+  }
+  return xml_response(xml.finish());
+}
+
+std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
+  return small_body(call, [this, name = call.request.bucket, user = call.user.name](const std::string& body) {
+    if (!body.empty()) {
+      const auto tree = parse_xml(body);
+      const std::string location = tree.get("CreateBucketConfiguration.LocationConstraint", "");
+      if (!location.empty() && location != config_.region) {
+        throw S3Error("InvalidRequest", "this gateway serves region " + config_.region + ", not " + location);
+      }
+    }
+    std::lock_guard lock(mutex_);
+    if (const auto it = buckets_.find(name); it != buckets_.end()) {
+      if (it->second->record.owner == user) {
+        throw S3Error("BucketAlreadyOwnedByYou", "you already own the bucket '" + name + "'");
+      }
+      throw S3Error("BucketAlreadyExists", "the bucket '" + name + "' exists and belongs to another user");
+    }
+    BucketRecord record{name, user, now_ns(), config_.bucket_root + "/" + name, false};
+    add_bucket(record, {});
+    metadata_.put_bucket(record);
+    Response r;
+    r.headers.emplace_back("location", "/" + name);
+    return r;
+  });
+}
+
+Response S3Api::delete_bucket(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  if (bucket->record.configured) {
+    throw S3Error("InvalidRequest", "the bucket '" + bucket->record.name +
+                                        "' is defined in the gateway's configuration file; remove it there");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (metadata_.bucket_has_objects_or_uploads(bucket->record.name)) {
+      throw S3Error("BucketNotEmpty", "the bucket '" + bucket->record.name + "' is not empty");
+    }
+    metadata_.delete_bucket(bucket->record.name);
+    buckets_.erase(bucket->record.name);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(bucket->files.root(), ec);
+  Response r;
+  r.status = 204;
+  return r;
+}
+
+Response S3Api::head_bucket(const Call& call) {
+  bucket_for(call, Access::kRead);
+  Response r;
+  r.headers.emplace_back("x-amz-bucket-region", config_.region);
+  return r;
+}
+
+Response S3Api::bucket_location(const Call& call) {
+  bucket_for(call, Access::kRead);
+  XmlWriter xml;
+  // us-east-1 is the empty location, as S3 has it.
+  xml.element("LocationConstraint", config_.region == "us-east-1" ? std::string() : config_.region);
+  std::string doc = xml.finish();
+  const std::string open = "<LocationConstraint>";
+  doc.replace(doc.find(open), open.size(), "<LocationConstraint xmlns=\"" + std::string(kS3Namespace) + "\">");
+  return xml_response(std::move(doc));
+}
+
+Response S3Api::list_objects(const Call& call, bool v2) {
+  const auto bucket = bucket_for(call, Access::kRead);
+  const S3Request& r = call.request;
+  const std::string prefix = r.query_value("prefix").value_or("");
+  const std::string delimiter = r.query_value("delimiter").value_or("");
+  const bool url = parse_encoding_type(r);
+  const size_t max_keys = parse_max(r, "max-keys", 1000);
+  std::string after;
+  if (v2) {
+    if (auto token = r.query_value("continuation-token")) {
+      after = decode_continuation_token(*token);
+    } else {
+      after = r.query_value("start-after").value_or("");
+    }
+  } else {
+    after = r.query_value("marker").value_or("");
+  }
+
+  const ListingPage page = list_page(
+      [&](const std::string& from, size_t limit) {
+        std::lock_guard lock(mutex_);
+        return metadata_.list_objects(bucket->record.name, prefix, from, limit);
+      },
+      prefix, delimiter, after, max_keys);
+
+  const auto enc = [&](const std::string& s) { return url ? targets::s3::uri_encode(s, false) : s; };
+  XmlWriter xml;
+  xml.open("ListBucketResult", kS3Namespace);
+  xml.element("Name", bucket->record.name).element("Prefix", enc(prefix));
+  if (v2) {
+    if (auto token = r.query_value("continuation-token")) xml.element("ContinuationToken", *token);
+    if (auto start = r.query_value("start-after")) xml.element("StartAfter", enc(*start));
+    xml.element("KeyCount", static_cast<uint64_t>(page.objects.size() + page.common_prefixes.size()));
+  } else {
+    xml.element("Marker", enc(after));
+  }
+  xml.element("MaxKeys", static_cast<uint64_t>(max_keys));
+  if (!delimiter.empty()) xml.element("Delimiter", enc(delimiter));
+  if (url) xml.element("EncodingType", "url");
+  xml.element("IsTruncated", page.truncated);
+  if (page.truncated) {
+    if (v2) {
+      xml.element("NextContinuationToken", encode_continuation_token(page.last));
+    } else {
+      xml.element("NextMarker", enc(page.last));
+    }
+  }
+  for (const auto& o : page.objects) {
+    xml.open("Contents")
+        .element("Key", enc(o.key))
+        .element("LastModified", iso8601(o.modified_ns))
+        .element("ETag", quoted(o.etag))
+        .element("Size", o.size)
+        .element("StorageClass", "STANDARD");
+    if (!v2 || r.query_value("fetch-owner") == "true") {
+      xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+    }
+    xml.close();
+  }
+  for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", enc(p)).close();
+  return xml_response(xml.finish());
+}
+
+std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kWrite);
+  return small_body(call, [this, bucket](const std::string& body) {
+    const auto tree = parse_xml(body);
+    const auto root = tree.get_child_optional("Delete");
+    if (!root) throw S3Error("MalformedXML", "the body is not a <Delete> document");
+    const bool quiet = root->get("Quiet", "false") == "true";
+    std::vector<std::string> keys;
+    for (const auto& [name, child] : *root) {
+      if (name != "Object") continue;
+      const auto key = child.get_optional<std::string>("Key");
+      if (!key || key->empty()) throw S3Error("MalformedXML", "an <Object> without a <Key>");
+      keys.push_back(*key);
+    }
+    if (keys.empty() || keys.size() > kMaxDeleteKeys) {
+      throw S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys, not " + std::to_string(keys.size()));
+    }
+    XmlWriter xml;
+    xml.open("DeleteResult", kS3Namespace);
+    for (const auto& key : keys) {
+      std::optional<std::vector<Segment>> removed;
+      try {
+        std::lock_guard lock(mutex_);
+        metadata_.transaction([&] { removed = metadata_.delete_object(bucket->record.name, key); });
+      } catch (const Error& e) {
+        xml.open("Error").element("Key", key).element("Code", "InternalError").element("Message", e.what()).close();
+        continue;
+      }
+      for (const auto& segment : removed.value_or(std::vector<Segment>{})) bucket->files.remove(segment.file);
+      if (!quiet) xml.open("Deleted").element("Key", key).close();
+    }
+    return xml_response(xml.finish());
+  });
+}
+
+}  // namespace keel::gateway

@@ -1,0 +1,96 @@
+// The S3 API over raw-mode buckets: authentication and authorisation of each
+// request, then the bucket, object, listing and multipart operations, with
+// metadata in the gateway's SQLite database and bytes in the buckets' files.
+// Thread-safe: the server calls it from all of its threads.
+#pragma once
+
+#include <ctime>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gateway/config.h"
+#include "gateway/exchange.h"
+#include "gateway/metadata.h"
+#include "gateway/raw_files.h"
+#include "gateway/sigv4_verify.h"
+
+namespace keel::gateway {
+
+class PayloadChecks;
+
+class S3Api final : public RequestHandler {
+ public:
+  // Opens <state_dir>/gateway.db, registers the configured buckets and
+  // removes files that a crash left without a committed record.
+  // `clock` gives the time requests are checked against.
+  explicit S3Api(GatewayConfig config, std::function<std::time_t()> clock = [] { return std::time(nullptr); });
+  ~S3Api() override;
+
+  Exchange begin(RequestHead head) override;
+
+  const GatewayConfig& config() const { return config_; }
+
+ private:
+  struct Bucket {
+    BucketRecord record;
+    std::map<std::string, Access> grants;
+    RawFiles files;
+  };
+  struct Call {
+    const S3Request& request;
+    const User& user;
+    const Authentication& auth;
+  };
+  // What an operation does with the body once it has been read and checked.
+  using BodyDone = std::function<Response(const PayloadChecks& checks)>;
+  using BodyWrite = std::function<void(ByteView)>;
+
+  Exchange dispatch(Operation operation, const Call& call);
+  std::unique_ptr<RequestBody> body_reader(const Call& call, BodyWrite write, BodyDone done);
+  // Buffers a small XML body (at most 1 MiB) for `done`.
+  std::unique_ptr<RequestBody> small_body(const Call& call, std::function<Response(const std::string&)> done);
+
+  Access access(const Bucket& bucket, const User& user) const;
+  // The bucket, if it exists and the user has `needed` access in it.
+  std::shared_ptr<Bucket> bucket_for(const Call& call, Access needed);
+  std::shared_ptr<Bucket> add_bucket(BucketRecord record, std::map<std::string, Access> grants);
+
+  // Buckets.
+  Response list_buckets(const Call& call);
+  std::unique_ptr<RequestBody> create_bucket(const Call& call);
+  Response delete_bucket(const Call& call);
+  Response head_bucket(const Call& call);
+  Response bucket_location(const Call& call);
+  Response list_objects(const Call& call, bool v2);
+  std::unique_ptr<RequestBody> delete_objects(const Call& call);
+
+  // Objects.
+  std::unique_ptr<RequestBody> put_object(const Call& call);
+  Response get_object(const Call& call, bool head);
+  Response delete_object(const Call& call);
+  Response copy_object(const Call& call);
+
+  // Multipart uploads.
+  Response create_upload(const Call& call);
+  std::unique_ptr<RequestBody> upload_part(const Call& call);
+  Response upload_part_copy(const Call& call);
+  std::unique_ptr<RequestBody> complete_upload(const Call& call);
+  Response abort_upload(const Call& call);
+  Response list_parts(const Call& call);
+  Response list_uploads(const Call& call);
+
+  // Commits an object whose files are written; removes what it replaced.
+  void commit_object(Bucket& bucket, const ObjectRecord& object);
+  UploadRecord upload_for(const Call& call, const Bucket& bucket);
+
+  GatewayConfig config_;
+  std::function<std::time_t()> clock_;
+  std::mutex mutex_;  // guards metadata_ and buckets_
+  MetadataStore metadata_;
+  std::map<std::string, std::shared_ptr<Bucket>> buckets_;
+};
+
+}  // namespace keel::gateway

@@ -1,0 +1,206 @@
+#include "gateway/s3_api_util.h"
+
+#include <algorithm>
+#include <boost/property_tree/xml_parser.hpp>
+#include <chrono>
+#include <sstream>
+
+#include "gateway/s3_error.h"
+#include "util/error.h"
+
+namespace keel::gateway {
+
+namespace {
+
+constexpr size_t kMaxUserMetadata = 2048;
+
+std::string trim(std::string_view s) {
+  const size_t begin = s.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return {};
+  return std::string(s.substr(begin, s.find_last_not_of(" \t") - begin + 1));
+}
+
+}  // namespace
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+boost::property_tree::ptree parse_xml(const std::string& body) {
+  namespace pt = boost::property_tree;
+  std::istringstream in(body);
+  pt::ptree tree;
+  try {
+    pt::read_xml(in, tree, pt::xml_parser::trim_whitespace);
+  } catch (const pt::xml_parser_error& e) {
+    throw S3Error("MalformedXML", "the XML you provided was not well-formed: " + e.message());
+  }
+  return tree;
+}
+
+Response xml_response(std::string document, int status) {
+  Response r;
+  r.status = status;
+  r.headers.emplace_back("content-type", "application/xml");
+  r.body = std::move(document);
+  return r;
+}
+
+std::string quoted(const std::string& etag) { return "\"" + etag + "\""; }
+
+uint64_t parse_size(const std::string& text, const std::string& what) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) {
+    throw S3Error("InvalidArgument", what + " '" + text.substr(0, 40) + "' is not a non-negative integer");
+  }
+  return std::stoull(text);
+}
+
+size_t parse_max(const S3Request& request, const std::string& name, size_t default_and_cap) {
+  const auto value = request.query_value(name);
+  if (!value) return default_and_cap;
+  return static_cast<size_t>(std::min<uint64_t>(parse_size(*value, name), default_and_cap));
+}
+
+bool parse_encoding_type(const S3Request& request) {
+  const auto value = request.query_value("encoding-type");
+  if (!value) return false;
+  if (*value != "url") throw S3Error("InvalidArgument", "encoding-type must be 'url', not '" + *value + "'");
+  return true;
+}
+
+std::string encode_continuation_token(const std::string& last) { return to_base64(as_bytes(last)); }
+
+std::string decode_continuation_token(const std::string& token) {
+  try {
+    const Bytes bytes = from_base64(token);
+    return std::string(as_chars(bytes));
+  } catch (const Error&) {
+    throw S3Error("InvalidArgument", "the continuation token is not one this gateway issued");
+  }
+}
+
+ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
+                      const std::string& after, size_t max_keys) {
+  constexpr size_t kBatch = 1000;
+  ListingPage page;
+  size_t entries = 0;
+  std::string cursor = after;
+  while (true) {
+    const auto batch = fetch(cursor, kBatch);
+    bool skipped_ahead = false;
+    for (const auto& object : batch) {
+      cursor = object.key;
+      std::optional<std::string> rolled_up;
+      if (!delimiter.empty()) {
+        const size_t at = object.key.find(delimiter, prefix.size());
+        if (at != std::string::npos) rolled_up = object.key.substr(0, at + delimiter.size());
+      }
+      // A common prefix that the marker is in (or is) went out on an earlier page.
+      const bool already_listed = rolled_up && after.starts_with(*rolled_up);
+      if (!already_listed) {
+        if (entries == max_keys) {
+          page.truncated = true;
+          return page;
+        }
+        ++entries;
+        if (rolled_up) {
+          page.common_prefixes.push_back(*rolled_up);
+          page.last = *rolled_up;
+        } else {
+          page.objects.push_back(object);
+          page.last = object.key;
+        }
+      }
+      if (rolled_up) {
+        // Keys are UTF-8, which never holds the byte 0xff: this skips the
+        // rest of the common prefix in one step.
+        cursor = *rolled_up + "\xff";
+        skipped_ahead = true;
+        break;
+      }
+    }
+    if (!skipped_ahead && batch.size() < kBatch) return page;
+  }
+}
+
+std::optional<ByteRange> parse_range(const std::string& header, uint64_t size) {
+  const std::string text = trim(header);
+  if (!text.starts_with("bytes=") || text.find(',') != std::string::npos) return std::nullopt;
+  const std::string spec = text.substr(6);
+  const size_t dash = spec.find('-');
+  if (dash == std::string::npos) return std::nullopt;
+  const std::string first_text = trim(spec.substr(0, dash)), last_text = trim(spec.substr(dash + 1));
+  const auto number = [](const std::string& s) -> std::optional<uint64_t> {
+    if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoull(s);
+  };
+  const auto unsatisfiable = [&] {
+    return S3Error("InvalidRange", "the requested range is not satisfiable for an object of " +
+                                       std::to_string(size) + " bytes");
+  };
+  if (first_text.empty()) {  // suffix: the last n bytes
+    const auto n = number(last_text);
+    if (!n) return std::nullopt;
+    if (*n == 0 || size == 0) throw unsatisfiable();
+    const uint64_t length = std::min(*n, size);
+    return ByteRange{size - length, length};
+  }
+  const auto first = number(first_text);
+  if (!first) return std::nullopt;
+  std::optional<uint64_t> last;
+  if (!last_text.empty()) {
+    last = number(last_text);
+    if (!last || *last < *first) return std::nullopt;
+  }
+  if (*first >= size) throw unsatisfiable();
+  const uint64_t end = last ? std::min(*last, size - 1) : size - 1;
+  return ByteRange{*first, end - *first + 1};
+}
+
+CopySource parse_copy_source(const std::string& header) {
+  std::string text = percent_decode(header);
+  if (const size_t q = text.find("?versionId="); q != std::string::npos) {
+    if (text.substr(q + 11) != "null") throw S3Error("NotImplemented", "copying a version other than the current one");
+    text.resize(q);
+  }
+  if (text.starts_with("/")) text.erase(0, 1);
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) {
+    throw S3Error("InvalidArgument", "x-amz-copy-source '" + header + "' is not bucket/key");
+  }
+  return {text.substr(0, slash), text.substr(slash + 1)};
+}
+
+NameValues stored_headers(const S3Request& request) {
+  static constexpr std::string_view kKept[] = {"content-type",  "content-disposition", "content-language",
+                                               "cache-control", "expires",             "x-amz-storage-class",
+                                               "x-amz-website-redirect-location"};
+  NameValues out;
+  size_t user_bytes = 0;
+  for (const auto& [name, value] : request.headers) {
+    if (name.starts_with("x-amz-meta-")) {
+      user_bytes += name.size() - 11 + value.size();
+      out.emplace_back(name, value);
+    } else if (std::find(std::begin(kKept), std::end(kKept), name) != std::end(kKept)) {
+      out.emplace_back(name, value);
+    } else if (name == "content-encoding") {
+      std::string kept;
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        const std::string token = trim(rest.substr(0, comma));
+        if (!token.empty() && token != "aws-chunked") kept += (kept.empty() ? "" : ",") + token;
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+      }
+      if (!kept.empty()) out.emplace_back(name, kept);
+    }
+  }
+  if (user_bytes > kMaxUserMetadata) {
+    throw S3Error("MetadataTooLarge", "user metadata is " + std::to_string(user_bytes) + " bytes, over 2 KiB");
+  }
+  return out;
+}
+
+}  // namespace keel::gateway

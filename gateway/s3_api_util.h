@@ -1,0 +1,78 @@
+// Pieces the S3 operations share: response documents, query parameters,
+// listing pages with delimiters, byte ranges and the headers kept with an
+// object.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/property_tree/ptree.hpp>
+
+#include "gateway/exchange.h"
+#include "gateway/metadata.h"
+#include "gateway/request.h"
+
+namespace keel::gateway {
+
+inline constexpr std::string_view kS3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+int64_t now_ns();  // the wall clock, for modification times
+
+// A request's XML body; throws S3Error MalformedXML.
+boost::property_tree::ptree parse_xml(const std::string& body);
+
+Response xml_response(std::string document, int status = 200);
+std::string quoted(const std::string& etag);  // "\"etag\""
+
+// A decimal size header or parameter; throws S3Error InvalidArgument.
+uint64_t parse_size(const std::string& text, const std::string& what);
+// max-keys and the like: default when absent, capped at the default (S3's 1000).
+size_t parse_max(const S3Request& request, const std::string& name, size_t default_and_cap);
+// True for encoding-type=url; throws S3Error InvalidArgument for other values.
+bool parse_encoding_type(const S3Request& request);
+
+// ListObjectsV2 continuation tokens: the last key or prefix returned, opaque to clients.
+std::string encode_continuation_token(const std::string& last);
+std::string decode_continuation_token(const std::string& token);
+
+struct ListingPage {
+  std::vector<ObjectRecord> objects;
+  std::vector<std::string> common_prefixes;
+  bool truncated = false;
+  std::string last;  // the last key or common prefix on the page
+};
+// fetch(after, limit): objects under the prefix with keys > after, in order.
+using FetchObjects = std::function<std::vector<ObjectRecord>(const std::string& after, size_t limit)>;
+// One page of a listing: keys and common prefixes (rolled up at the first
+// delimiter after the prefix) after `after`, max_keys entries in all.
+ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
+                      const std::string& after, size_t max_keys);
+
+struct ByteRange {
+  uint64_t first = 0;
+  uint64_t length = 0;
+};
+// A Range header ("bytes=a-b", "bytes=a-", "bytes=-n") against an object of
+// `size` bytes. nullopt: serve the whole object (no header, or one S3
+// ignores, such as several ranges). Throws S3Error InvalidRange (416) when
+// the range starts past the end.
+std::optional<ByteRange> parse_range(const std::string& header, uint64_t size);
+
+struct CopySource {
+  std::string bucket;
+  std::string key;
+};
+// x-amz-copy-source: "[/]bucket/key", URL-encoded, optionally "?versionId=null".
+// Throws S3Error InvalidArgument, NotImplemented (another version).
+CopySource parse_copy_source(const std::string& header);
+
+// The headers an object keeps from its upload: Content-Type and the other
+// representation headers, x-amz-meta-*, storage class. Content-Encoding
+// loses its aws-chunked token. Throws S3Error MetadataTooLarge past 2 KiB
+// of user metadata.
+NameValues stored_headers(const S3Request& request);
+
+}  // namespace keel::gateway

@@ -1,0 +1,55 @@
+// Verifies AWS Signature Version 4 on incoming requests: the Authorization
+// header or a presigned URL (X-Amz-* query parameters), recomputed with the
+// same canonicalisation the client-side signer uses (targets/s3/sigv4.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "gateway/config.h"
+#include "gateway/request.h"
+
+namespace keel::gateway {
+
+// How the body is protected, from x-amz-content-sha256.
+enum class PayloadKind {
+  kSignedHash,                // a hex SHA-256 the body must match
+  kUnsigned,                  // UNSIGNED-PAYLOAD (and every presigned URL)
+  kStreamingSigned,           // aws-chunked, each chunk signed
+  kStreamingSignedTrailer,    // aws-chunked, each chunk and the trailer signed
+  kStreamingUnsignedTrailer,  // aws-chunked, unsigned, checksum in a trailer
+};
+
+// What chunk signatures chain from: the request's signing key, date, scope
+// and its own signature (the seed).
+struct ChunkSigning {
+  std::array<uint8_t, 32> key{};
+  std::string amz_date;
+  std::string scope;
+  std::string seed_signature;
+};
+
+struct Authentication {
+  const User* user = nullptr;
+  PayloadKind payload = PayloadKind::kUnsigned;
+  std::string payload_sha256;  // kSignedHash only
+  ChunkSigning signing;
+};
+
+// Requests are refused when their date is further than this from the clock
+// (and presigned URLs once X-Amz-Expires has passed).
+inline constexpr std::time_t kMaxClockSkewSeconds = 15 * 60;
+
+// Throws S3Error: AccessDenied (no or unsupported credentials, expired URL),
+// InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed,
+// AuthorizationHeaderMalformed, AuthorizationQueryParametersError,
+// InvalidArgument (bad x-amz-content-sha256).
+Authentication authenticate(const S3Request& request, const std::vector<User>& users, std::time_t now);
+
+// "20130524T000000Z" to seconds since the epoch; -1 if malformed.
+std::time_t parse_amz_date(std::string_view text);
+
+}  // namespace keel::gateway

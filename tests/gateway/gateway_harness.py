@@ -1,0 +1,74 @@
+"""Starts `keel gateway` on loopback with a generated configuration and a
+self-signed certificate, for tests that drive it with real S3 clients."""
+import os
+import shutil
+import subprocess
+import tempfile
+
+KEEL = os.environ.get("KEEL_BIN", os.path.join(os.path.dirname(__file__), "../../build/cli/keel"))
+# The clients under test are Debian's (scripts/setup.sh installs them).
+CLIENT_PATH = "/usr/bin:/bin"
+
+USERS = {
+    "alice": ("AKIDALICE000000000001", "alice-secret-key-0000000000000000000000"),
+    "bob": ("AKIDBOB00000000000002", "bob-secret-key-00000000000000000000000"),
+}
+
+
+def client(name):
+    """The path of a Debian client; fails loudly when it is missing."""
+    path = shutil.which(name, path=CLIENT_PATH)
+    if path is None:
+        raise AssertionError(f"S3 client '{name}' is not installed in /usr/bin: run scripts/setup.sh")
+    return path
+
+
+class Gateway:
+    """A gateway with users alice and bob, bucket 'shared' (alice's, bob may
+    read) and bucket 'alice-private', listening on HTTP and HTTPS."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="keel-gateway-")
+        self.cert = os.path.join(self.dir, "cert.pem")
+        key = os.path.join(self.dir, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                        "-keyout", key, "-out", self.cert], check=True, capture_output=True)
+        state = os.path.join(self.dir, "state")
+        users = "".join(f"[user:{name}]\naccess_key = {a}\nsecret_key = {s}\n\n" for name, (a, s) in USERS.items())
+        config = (f"[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_certificate = {self.cert}\n"
+                  f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\n\n{users}"
+                  f"[bucket:shared]\nowner = alice\ngrants = bob:read\npath = {state}/configured/shared\n\n"
+                  f"[bucket:alice-private]\nowner = alice\npath = {state}/configured/alice-private\n")
+        self.config = os.path.join(self.dir, "gateway.conf")
+        with open(self.config, "w") as f:
+            f.write(config)
+        self.process = subprocess.Popen([KEEL, "gateway", "--config", self.config], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        self.urls = {}
+        for _ in range(2):
+            line = self.process.stdout.readline()
+            if not line.startswith("listening on "):
+                self.stop()
+                raise AssertionError(f"keel gateway did not start: {line}{self.process.stderr.read()}")
+            url = line.split()[-1]
+            self.urls["https" if url.startswith("https") else "http"] = url
+
+    def env(self, user="alice", scheme="http"):
+        access, secret = USERS[user]
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret, AWS_DEFAULT_REGION="us-east-1",
+                   AWS_EC2_METADATA_DISABLED="true", HOME=self.dir)
+        env.pop("AWS_PROFILE", None)
+        if scheme == "https":
+            env["AWS_CA_BUNDLE"] = self.cert
+        return env
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,332 @@
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "gateway/aws_chunked.h"
+#include "gateway/config.h"
+#include "gateway/payload_checks.h"
+#include "gateway/request.h"
+#include "gateway/s3_api_util.h"
+#include "gateway/s3_error.h"
+#include "gateway/sigv4_verify.h"
+#include "targets/s3/sigv4.h"
+#include "util/bytes.h"
+#include "util/crc.h"
+#include "util/error.h"
+
+using namespace keel;
+using namespace keel::gateway;
+namespace sigv4 = keel::targets::s3;
+
+namespace {
+
+const std::vector<User> kUsers = {{"example", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+                                  {"other", "AKIDOTHER", "othersecret"}};
+const std::time_t k20130524 = 1369353600;  // 2013-05-24T00:00:00Z
+
+std::string error_code(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const S3Error& e) {
+    return e.code();
+  }
+  return "";
+}
+
+// The AWS documentation's chunked upload: 66560 bytes of 'a' in a 65536-byte and a 1024-byte chunk.
+S3Request chunked_example_request() {
+  NameValues headers = {{"host", "s3.amazonaws.com"},
+                        {"x-amz-date", "20130524T000000Z"},
+                        {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
+                        {"x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"},
+                        {"content-encoding", "aws-chunked"},
+                        {"x-amz-decoded-content-length", "66560"},
+                        {"content-length", "66824"}};
+  headers.emplace_back(
+      "authorization",
+      "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,SignedHeaders="
+      "content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length;"
+      "x-amz-storage-class,Signature=4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9");
+  return parse_request("PUT", "/examplebucket/chunkObject.txt", headers, {});
+}
+
+std::string chunked_example_body() {
+  const std::string a64(65536, 'a'), a1(1024, 'a');
+  return "10000;chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n" + a64 +
+         "\r\n400;chunk-signature=0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497\r\n" + a1 +
+         "\r\n0;chunk-signature=b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9\r\n\r\n";
+}
+
+}  // namespace
+
+TEST_CASE("crc: the published check values of CRC-32, CRC-32C and CRC-64/NVME", "[gateway]") {
+  const ByteView check = as_bytes("123456789");
+  CHECK(crc(CrcAlgorithm::kCrc32, check) == 0xCBF43926u);
+  CHECK(crc(CrcAlgorithm::kCrc32c, check) == 0xE3069283u);
+  CHECK(crc(CrcAlgorithm::kCrc64Nvme, check) == 0xAE8B14860A799888ull);
+  CHECK(crc(CrcAlgorithm::kCrc32, {}) == 0);
+  // Streaming in odd pieces (through the 8-byte slices and the tail) matches one pass.
+  std::string data;
+  for (int i = 0; i < 1000; ++i) data += static_cast<char>(i * 7 + 3);
+  for (auto algorithm : {CrcAlgorithm::kCrc32, CrcAlgorithm::kCrc32c, CrcAlgorithm::kCrc64Nvme}) {
+    Crc streamed(algorithm);
+    for (size_t at = 0; at < data.size(); at += 13) streamed.update(as_bytes(std::string_view(data).substr(at, 13)));
+    CHECK(streamed.value() == crc(algorithm, as_bytes(data)));
+  }
+  // S3 shows checksums as base64 of the big-endian value: crc32 of "" is "AAAAAA==".
+  CHECK(to_base64(Crc(CrcAlgorithm::kCrc32).big_endian()) == "AAAAAA==");
+  CHECK(to_base64(Crc(CrcAlgorithm::kCrc64Nvme).big_endian()).size() == 12);
+}
+
+TEST_CASE("base64 round-trips and rejects what S3 would", "[gateway]") {
+  CHECK(to_base64(as_bytes("")) == "");
+  CHECK(to_base64(as_bytes("f")) == "Zg==");
+  CHECK(to_base64(as_bytes("foobar")) == "Zm9vYmFy");
+  CHECK(as_chars(from_base64("Zm9vYg==")) == "foob");
+  CHECK(as_chars(from_base64("Zm9vYmE=")) == "fooba");
+  CHECK_THROWS_AS(from_base64("Zm9"), Error);
+  CHECK_THROWS_AS(from_base64("Zm=v"), Error);
+  CHECK_THROWS_AS(from_base64(" Zm9v"), Error);
+}
+
+TEST_CASE("sigv4 verify: the AWS chunked-upload example's seed signature, then every chunk", "[gateway]") {
+  const S3Request request = chunked_example_request();
+  const Authentication auth = authenticate(request, kUsers, k20130524 + 60);
+  CHECK(auth.user->name == "example");
+  CHECK(auth.payload == PayloadKind::kStreamingSigned);
+  std::string decoded;
+  AwsChunkedDecoder decoder(auth.signing, false, [&](ByteView data) { decoded.append(as_chars(data)); });
+  const std::string body = chunked_example_body();
+  REQUIRE(body.size() == 66824);
+  // In awkward pieces: headers and data split anywhere.
+  for (size_t at = 0; at < body.size(); at += 977) decoder.feed(as_bytes(std::string_view(body).substr(at, 977)));
+  decoder.finish();
+  CHECK(decoded == std::string(66560, 'a'));
+
+  SECTION("a changed byte breaks its chunk's signature") {
+    std::string tampered = body;
+    tampered[200] = 'b';
+    AwsChunkedDecoder bad(auth.signing, false, [](ByteView) {});
+    CHECK(error_code([&] { bad.feed(as_bytes(tampered)); }) == "SignatureDoesNotMatch");
+  }
+  SECTION("chunks out of order break the chain") {
+    const size_t second = body.find("400;");
+    const std::string first_chunk = body.substr(0, second), rest = body.substr(second);
+    AwsChunkedDecoder bad(auth.signing, false, [](ByteView) {});
+    CHECK(error_code([&] { bad.feed(as_bytes(rest)); }) == "SignatureDoesNotMatch");
+    (void)first_chunk;
+  }
+  SECTION("a body cut before its final chunk is incomplete") {
+    AwsChunkedDecoder cut(auth.signing, false, [](ByteView) {});
+    cut.feed(as_bytes(body.substr(0, 66000)));
+    CHECK(error_code([&] { cut.finish(); }) == "IncompleteBody");
+  }
+}
+
+TEST_CASE("aws-chunked: unsigned bodies with a checksum trailer", "[gateway]") {
+  const std::string body = "5\r\nhello\r\n6\r\n world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
+  std::string decoded;
+  AwsChunkedDecoder decoder(std::nullopt, true, [&](ByteView data) { decoded.append(as_chars(data)); });
+  for (char c : body) decoder.feed(as_bytes(std::string_view(&c, 1)));
+  decoder.finish();
+  CHECK(decoded == "hello world");
+  REQUIRE(decoder.trailers().size() == 1);
+  CHECK(decoder.trailers()[0] == std::pair<std::string, std::string>{"x-amz-checksum-crc32", "DUoRhQ=="});
+
+  // The trailer's checksum is verified against the bytes.
+  NameValues headers = {{"host", "h"}, {"x-amz-trailer", "x-amz-checksum-crc32"}};
+  const S3Request request = parse_request("PUT", "/bkt/k", headers, {});
+  Authentication auth;
+  auth.payload = PayloadKind::kStreamingUnsignedTrailer;
+  PayloadChecks good(request, auth);
+  good.update(as_bytes("hello world"));
+  good.verify(decoder.trailers());
+  REQUIRE(good.checksum());
+  CHECK(good.checksum()->value == "DUoRhQ==");
+  PayloadChecks bad(request, auth);
+  bad.update(as_bytes("hello world!"));
+  CHECK(error_code([&] { bad.verify(decoder.trailers()); }) == "BadDigest");
+
+  CHECK(error_code([] {
+          AwsChunkedDecoder d(std::nullopt, false, [](ByteView) {});
+          d.feed(as_bytes("zz\r\n"));
+        }) == "InvalidRequest");
+  CHECK(error_code([] {
+          AwsChunkedDecoder d(std::nullopt, false, [](ByteView) {});
+          d.feed(as_bytes("3\r\nabcd\r\n"));
+        }) == "InvalidRequest");
+}
+
+TEST_CASE("payload checks: Content-MD5, signed SHA-256 and checksum headers", "[gateway]") {
+  Authentication unsigned_auth;
+  const auto checks = [&](NameValues headers, const Authentication& auth, std::string_view body) {
+    headers.emplace_back("host", "h");
+    PayloadChecks c(parse_request("PUT", "/bkt/k", headers, {}), auth);
+    c.update(as_bytes(body));
+    c.verify({});
+    return c.md5_hex();
+  };
+  CHECK(checks({{"content-md5", "XUFAKrxLKna5cZ2REBfFkg=="}}, unsigned_auth, "hello") ==
+        "5d41402abc4b2a76b9719d911017c592");
+  CHECK(error_code([&] { checks({{"content-md5", "XUFAKrxLKna5cZ2REBfFkg=="}}, unsigned_auth, "hellO"); }) ==
+        "BadDigest");
+  CHECK(error_code([&] { checks({{"content-md5", "nonsense"}}, unsigned_auth, "hello"); }) == "InvalidDigest");
+  for (const auto& [name, value] : NameValues{{"x-amz-checksum-crc32", "NhCmhg=="},
+                                              {"x-amz-checksum-crc32c", "mnG7TA=="},
+                                              {"x-amz-checksum-sha1", "qvTGHdzF6KLavt4PO0gs2a6pQ00="},
+                                              {"x-amz-checksum-sha256", "LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="}}) {
+    CHECK_NOTHROW(checks({{name, value}}, unsigned_auth, "hello"));
+    CHECK(error_code([&] { checks({{name, value}}, unsigned_auth, "jello"); }) == "BadDigest");
+  }
+  Authentication signed_auth;
+  signed_auth.payload = PayloadKind::kSignedHash;
+  signed_auth.payload_sha256 = sigv4::sha256_hex(as_bytes("hello"));
+  CHECK_NOTHROW(checks({}, signed_auth, "hello"));
+  CHECK(error_code([&] { checks({}, signed_auth, "hellO"); }) == "XAmzContentSHA256Mismatch");
+}
+
+TEST_CASE("sigv4 verify: header auth signed by the client-side signer", "[gateway]") {
+  const std::time_t now = 1700000000;
+  sigv4::SigningRequest signing{"GET", "127.0.0.1:9000", "/bucket/a key+x", {{"list-type", "2"}, {"prefix", "a/b"}},
+                                {{"range", "bytes=0-9"}}, std::string(sigv4::kUnsignedPayload)};
+  const auto signed_headers = sigv4::sign_request(signing, {"AKIDOTHER", "othersecret", ""}, "eu-west-1", now);
+  NameValues headers = {{"host", "127.0.0.1:9000"}, {"range", "bytes=0-9"}};
+  headers.insert(headers.end(), signed_headers.begin(), signed_headers.end());
+  const std::string target = sigv4::encode_path(signing.path) + "?" + sigv4::canonical_query_string(signing.query);
+  const S3Request request = parse_request("GET", target, headers, {});
+  CHECK(request.bucket == "bucket");
+  CHECK(request.key == "a key+x");
+  CHECK(authenticate(request, kUsers, now + 100).user->name == "other");
+
+  CHECK(error_code([&] { authenticate(request, kUsers, now + 16 * 60); }) == "RequestTimeTooSkewed");
+  std::vector<User> wrong_secret = kUsers;
+  wrong_secret[1].secret_key = "not it";
+  CHECK(error_code([&] { authenticate(request, wrong_secret, now); }) == "SignatureDoesNotMatch");
+  CHECK(error_code([&] { authenticate(request, {kUsers[0]}, now); }) == "InvalidAccessKeyId");
+  NameValues changed = headers;
+  changed[1].second = "bytes=0-10";  // a signed header altered in flight
+  CHECK(error_code([&] { authenticate(parse_request("GET", target, changed, {}), kUsers, now); }) ==
+        "SignatureDoesNotMatch");
+  CHECK(error_code([&] { authenticate(parse_request("GET", "/bucket/k", {{"host", "h"}}, {}), kUsers, now); }) ==
+        "AccessDenied");
+}
+
+TEST_CASE("sigv4 verify: presigned URLs, their expiry and tampering", "[gateway]") {
+  const std::time_t now = 1700000000;
+  const sigv4::SigningRequest signing{"GET", "localhost:9000", "/bucket/file.txt", {}, {}, ""};
+  const std::string target = sigv4::presign(signing, {"AKIDOTHER", "othersecret", ""}, "us-east-1", now, 300);
+  const NameValues headers = {{"host", "localhost:9000"}};
+  const S3Request request = parse_request("GET", target, headers, {});
+  const Authentication auth = authenticate(request, kUsers, now + 299);
+  CHECK(auth.user->name == "other");
+  CHECK(auth.payload == PayloadKind::kUnsigned);
+  CHECK(error_code([&] { authenticate(request, kUsers, now + 301); }) == "AccessDenied");
+  std::string other_key = target;
+  other_key.replace(other_key.find("file.txt"), 8, "file.txu");
+  CHECK(error_code([&] { authenticate(parse_request("GET", other_key, headers, {}), kUsers, now); }) ==
+        "SignatureDoesNotMatch");
+  CHECK(error_code([&] { authenticate(parse_request("PUT", target, headers, {}), kUsers, now); }) ==
+        "SignatureDoesNotMatch");
+}
+
+TEST_CASE("requests: path-style and virtual-hosted addressing, routing", "[gateway]") {
+  const std::vector<std::string> domains = {"s3.example.test"};
+  auto r = parse_request("GET", "/photos/2024/a%20b.jpg?x-id=GetObject", {{"host", "s3.example.test:9000"}}, domains);
+  CHECK(r.bucket == "photos");
+  CHECK(r.key == "2024/a b.jpg");
+  CHECK(!r.virtual_hosted);
+  CHECK(route(r) == Operation::kGetObject);
+  r = parse_request("GET", "/2024/a.jpg", {{"host", "photos.s3.example.test:9000"}}, domains);
+  CHECK(r.virtual_hosted);
+  CHECK(r.bucket == "photos");
+  CHECK(r.key == "2024/a.jpg");
+  CHECK(route(parse_request("GET", "/?list-type=2", {{"host", "photos.s3.example.test"}}, domains)) ==
+        Operation::kListObjectsV2);
+  CHECK(route(parse_request("GET", "/", {{"host", "s3.example.test"}}, domains)) == Operation::kListBuckets);
+  CHECK(route(parse_request("POST", "/bk1/k?uploads", {}, {})) == Operation::kCreateMultipartUpload);
+  CHECK(route(parse_request("PUT", "/bk1/k?partNumber=2&uploadId=x", {}, {})) == Operation::kUploadPart);
+  CHECK(route(parse_request("PUT", "/bk1/k", {{"x-amz-copy-source", "/bk2/j"}}, {})) == Operation::kCopyObject);
+  CHECK(route(parse_request("POST", "/bk1?delete", {}, {})) == Operation::kDeleteObjects);
+  CHECK(error_code([] { route(parse_request("GET", "/bk1/k?acl", {}, {})); }) == "NotImplemented");
+  CHECK(error_code([] { route(parse_request("POST", "/bk1/k", {}, {})); }) == "MethodNotAllowed");
+  CHECK(error_code([] { parse_request("GET", "/Bad_Bucket/k", {}, {}); }) == "InvalidBucketName");
+  CHECK(error_code([] { parse_request("GET", "/bk1/%zz", {}, {}); }) == "InvalidURI");
+  CHECK(is_valid_bucket_name("my.bucket-1"));
+  CHECK(!is_valid_bucket_name("192.168.1.1"));
+  CHECK(!is_valid_bucket_name("a..b"));
+  CHECK(!is_valid_bucket_name("ab"));
+}
+
+TEST_CASE("ranges: closed, open, suffix, unsatisfiable and ignored", "[gateway]") {
+  const auto range = [](const std::string& header, uint64_t size) {
+    const auto r = parse_range(header, size);
+    return r ? std::to_string(r->first) + "+" + std::to_string(r->length) : std::string("whole");
+  };
+  CHECK(range("bytes=0-9", 100) == "0+10");
+  CHECK(range("bytes=90-200", 100) == "90+10");
+  CHECK(range("bytes=95-", 100) == "95+5");
+  CHECK(range("bytes=-30", 100) == "70+30");
+  CHECK(range("bytes=-300", 100) == "0+100");
+  CHECK(range("bytes=0-1,5-6", 100) == "whole");
+  CHECK(range("items=0-1", 100) == "whole");
+  CHECK(range("bytes=9-2", 100) == "whole");
+  CHECK(error_code([&] { range("bytes=100-", 100); }) == "InvalidRange");
+  CHECK(error_code([&] { range("bytes=-5", 0); }) == "InvalidRange");
+}
+
+TEST_CASE("listing pages: prefixes, delimiters and markers", "[gateway]") {
+  const std::vector<std::string> keys = {"a/1", "a/2", "b", "c/x/1", "c/y", "d"};
+  const FetchObjects fetch = [&](const std::string& after, size_t limit) {
+    std::vector<ObjectRecord> out;
+    for (const auto& key : keys) {
+      if (key > after && out.size() < limit) out.push_back(ObjectRecord{"bucket", key});
+    }
+    return out;
+  };
+  const auto names = [](const ListingPage& page) {
+    std::string out;
+    for (const auto& o : page.objects) out += o.key + " ";
+    for (const auto& p : page.common_prefixes) out += "[" + p + "] ";
+    return out + (page.truncated ? "more:" + page.last : "end");
+  };
+  CHECK(names(list_page(fetch, "", "/", "", 1000)) == "b d [a/] [c/] end");
+  CHECK(names(list_page(fetch, "", "/", "", 2)) == "b [a/] more:b");
+  CHECK(names(list_page(fetch, "", "/", "b", 2)) == "d [c/] end");
+  CHECK(names(list_page(fetch, "", "/", "a/", 10)) == "b d [c/] end");
+  CHECK(names(list_page(fetch, "", "", "", 3)) == "a/1 a/2 b more:b");
+  CHECK(decode_continuation_token(encode_continuation_token("c/\xe2\x82\xac")) == "c/\xe2\x82\xac");
+}
+
+TEST_CASE("gateway config: sections, grants and errors that name the key", "[gateway]") {
+  std::istringstream good(
+      "[server]\nlisten = 127.0.0.1:0 [::1]:9000\ntls_listen = 127.0.0.1:9443\ntls_certificate = c.pem\n"
+      "tls_key = k.pem\nstate_dir = /var/lib/g\ndomain = s3.local\n"
+      "[user:alice]\naccess_key = A1\nsecret_key = s1\n[user:bob]\naccess_key = B1\nsecret_key = s2\n"
+      "[bucket:backups]\nowner = alice\ngrants = bob:read\npath = /srv/b\n");
+  const GatewayConfig config = GatewayConfig::parse(good, "test.conf");
+  REQUIRE(config.listen.size() == 3);
+  CHECK(config.listen[1].host == "::1");
+  CHECK(config.listen[2].tls);
+  CHECK(config.bucket_root == "/var/lib/g/buckets");
+  CHECK(config.buckets[0].grants.at("bob") == Access::kRead);
+  CHECK(config.user_by_access_key("B1")->name == "bob");
+
+  const auto fails = [](const std::string& text) {
+    std::istringstream in(text);
+    try {
+      GatewayConfig::parse(in, "bad.conf");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string server = "[server]\nlisten = 127.0.0.1:1\nstate_dir = /s\n";
+  CHECK_THAT(fails("[server]\nstate_dir = /s\n"), Catch::Contains("listen"));
+  CHECK_THAT(fails(server + "[user:a]\naccess_key = x\n"), Catch::Contains("secret_key"));
+  CHECK_THAT(fails(server + "[bucket:bb1]\nowner = nobody\npath = /p\n"), Catch::Contains("nobody"));
+  CHECK_THAT(fails(server + "[user:a]\naccess_key = x\nsecret_key = y\n[bucket:bb1]\nowner = a\npath = /p\nmode = dedupe\n"),
+             Catch::Contains("mode"));
+  CHECK_THAT(fails(server + "color = blue\n"), Catch::Contains("color"));
+  CHECK_THAT(fails("[server]\nlisten = 127.0.0.1:1\ntls_listen = 127.0.0.1:2\nstate_dir = /s\n"),
+             Catch::Contains("tls_certificate"));
+}
