@@ -493,6 +493,8 @@ class SqliteCatalog final : public Catalog {
   void limit_cache(uint64_t bytes) override {
     std::lock_guard lock(mutex_);
     db_.exec("PRAGMA cache_size = -" + std::to_string(std::max<uint64_t>(bytes >> 10, 1)));
+  }
+
   int64_t add_job_run(const JobRunRecord& r) override {
     std::lock_guard lock(mutex_);
     StatementScope s(db_.cached(std::string("INSERT INTO job_runs(") + kJobRunColumns +
