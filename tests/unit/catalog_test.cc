@@ -182,12 +182,12 @@ TEST_CASE("catalog migrates a version 1 database to the latest and keeps its dat
     cat->add_snapshot(snap);
   }
   {
-    // Version 1 is the latest without the history tables.
+    // Version 1 is the latest without the history tables and the condemned column.
     Database db(path);
-    db.exec("DROP TABLE drills; DROP TABLE job_runs; PRAGMA user_version = 1");
+    db.exec("DROP TABLE drills; DROP TABLE job_runs; ALTER TABLE packs DROP COLUMN condemned; PRAGMA user_version = 1");
   }
   auto cat = Catalog::open(path);
-  CHECK(cat->schema_version() == 3);
+  CHECK(cat->schema_version() == kLatestSchema);
   CHECK(cat->get_meta("repository") == "r1");
   CHECK(cat->has_pack(pack.id));
   auto found = cat->find_blob(blob.id);

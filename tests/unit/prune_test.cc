@@ -59,7 +59,9 @@ struct Fixture {
     config.pack_size = 64 << 10;
     config.part_size = 64 << 10;
     repo = Repository::init(targets::local::open_local_target(repo_path(), true), config,
-                            {"secret", (dir.path / "catalog.db").string()});
+                            // Not beside src/: files the catalog writes (its copies'
+                            // scratch files) would change an ancestor's mtime, and so its tree.
+                            {"secret", (dir.path / "state" / "catalog.db").string()});
   }
 
   std::string repo_path() const { return (dir.path / "repo").string(); }
