@@ -46,6 +46,7 @@ int job_add(App& app, const Args& args) {
       ("paths", po::value(&job.paths)->composing(), "a file or directory to back up (repeatable)")
       ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
       ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
+      ("memory", po::value(&job.memory_mib)->default_value(job.memory_mib), "MiB of data in flight at most")
       ("schedule", po::value(&job.schedule), "cron expression: \"0 2 * * *\", \"*/15 * * * *\", @daily, ...")
       ("timezone", po::value(&job.time_zone), "IANA time zone of the schedule (default: this machine's)")
       ("keep-last", po::value(&job.retention.last), "after each run keep the newest N snapshots of the job")
@@ -66,6 +67,7 @@ int job_add(App& app, const Args& args) {
   jobs::validate_job_name(job.name);
   if (job.paths.empty()) throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
+  if (job.memory_mib == 0) throw Error(ErrorKind::kUsage, "--memory must be at least 1 MiB");
   if (app.global.repo.empty()) throw Error(ErrorKind::kUsage, "give the job a repository: --repo or KEEL_REPO");
   job.time_zone = job.cron().time_zone();  // the default resolved now, so the job does not move with TZ
   if (!rpo.empty()) job.rpo = parse_duration(rpo, "--rpo");

@@ -60,6 +60,7 @@ void job_json(Json& j, const jobs::Job& job) {
       .field("paths", job.paths)
       .field("excludes", job.excludes)
       .field("tags", job.tags)
+      .field("memory_mib", job.memory_mib)
       .field("schedule", job.schedule)
       .field("time_zone", job.time_zone);
   const engine::RetentionPolicy& r = job.retention;

@@ -48,6 +48,7 @@ Job full_job() {
   j.paths = {"/srv/db dump", "/etc/odd\nname"};
   j.excludes = {"*.tmp"};
   j.tags = {"db", "prod"};
+  j.memory_mib = 64;
   j.schedule = "0 2 * * *";
   j.time_zone = "Europe/Berlin";
   j.retention.last = 3;
@@ -77,6 +78,7 @@ void check_same(const Job& a, const Job& b) {
   CHECK(a.paths == b.paths);
   CHECK(a.excludes == b.excludes);
   CHECK(a.tags == b.tags);
+  CHECK(a.memory_mib == b.memory_mib);
   CHECK(a.schedule == b.schedule);
   CHECK(a.time_zone == b.time_zone);
   CHECK(a.retention.last == b.retention.last);
