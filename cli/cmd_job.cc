@@ -240,7 +240,8 @@ int job_run(App& app, const Args& args) {
   if (name.empty()) throw Error(ErrorKind::kUsage, "job run needs a job's NAME (see keel job list)");
   jobs::JobStore store(jobs_path(jobs_file));
   jobs::Job job = store.get(name);
-  if (app.global.password_file.empty()) app.global.password_file = job.password_file;
+  // The job's own password file wins over KEEL_PASSWORD_FILE, a flag over both.
+  if (!vm.count("password-file") && !job.password_file.empty()) app.global.password_file = job.password_file;
 
   jobs::RunOptions options;
   options.lock_path = store.run_lock_path(job.name);

@@ -147,6 +147,23 @@ class JobRuns(JobTestCase):
         status = self.keel_json("job", "list")[0]["status"]
         self.assertEqual(status["last_success"]["id"], runs[1]["id"])
 
+    def test_the_jobs_password_file_is_used_and_never_the_password(self):
+        password_file = self.path("password")
+        with open(password_file, "w") as f:
+            f.write(self.env["KEEL_PASSWORD"] + "\n")
+        self.add("nightly", "--password-file", password_file)
+        with open(self.jobs_db, "rb") as f:
+            self.assertNotIn(self.env["KEEL_PASSWORD"].encode(), f.read())
+        wrong = self.path("wrong")
+        with open(wrong, "w") as f:
+            f.write("wrong\n")
+        # No KEEL_PASSWORD; the job's file wins over KEEL_PASSWORD_FILE.
+        r = self.keel_json("job", "run", "nightly", env={"KEEL_PASSWORD": "", "KEEL_PASSWORD_FILE": wrong})
+        self.assertEqual(r["run"]["outcome"], "success")
+        # A flag wins over the job's file.
+        r = self.keel_json("job", "run", "nightly", "--password-file", wrong, env={"KEEL_PASSWORD": ""}, expect=5)
+        self.assertEqual(r["run"]["outcome"], "failed")
+
     def test_failing_before_hook_fails_the_run_and_backs_up_nothing(self):
         log = self.path("after.log")
         self.add("nightly", "--before", "echo dumping; exit 4", "--after", f"echo after >> {log}")
