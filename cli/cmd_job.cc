@@ -37,12 +37,24 @@ void add_jobs_option(po::options_description& opts, std::string& path) {
   opts.add_options()("jobs", po::value(&path), "job store (env KEEL_JOBS; default $XDG_DATA_HOME/keel/jobs.db)");
 }
 
+// Parses `keel job ACTION NAME [options]`: NAME, --jobs, `opts` and the
+// global options. False after --help.
+bool parse_named(App& app, const Args& args, const char* action, po::options_description& opts, std::string& name,
+                 std::string& jobs_file, po::variables_map& vm) {
+  opts.add_options()("name", po::value(&name), "the job's name");
+  add_jobs_option(opts, jobs_file);
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  if (!app.parse(args, opts, pos, vm)) return false;
+  if (name.empty()) throw Error(ErrorKind::kUsage, std::string("job ") + action + " needs a job's NAME (see keel job list)");
+  return true;
+}
+
 int job_add(App& app, const Args& args) {
   jobs::Job job;
   std::string jobs_file, rpo;
   po::options_description opts("keel job add NAME --paths PATH --schedule CRON [options]: store a backup job");
   opts.add_options()
-      ("name", po::value(&job.name), "the job's name (letters, digits, '.', '_', '-')")
       ("paths", po::value(&job.paths)->composing(), "a file or directory to back up (repeatable)")
       ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
       ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
@@ -59,11 +71,8 @@ int job_add(App& app, const Args& args) {
       ("rpo", po::value(&rpo), "recovery point objective: the newest successful run may be this old (24h, 90m)")
       ("before", po::value(&job.before_hook), "shell command run before the backup; if it fails, nothing is backed up")
       ("after", po::value(&job.after_hook), "shell command run after the backup, whatever its outcome");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
+  if (!parse_named(app, args, "add", opts, job.name, jobs_file, vm)) return 0;
   jobs::validate_job_name(job.name);
   if (job.paths.empty()) throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
@@ -158,15 +167,9 @@ int job_show(App& app, const Args& args) {
   std::string name, jobs_file;
   size_t runs = 10;
   po::options_description opts("keel job show NAME: a job's definition, status and recent runs");
-  opts.add_options()
-      ("name", po::value(&name), "the job")
-      ("runs", po::value(&runs)->default_value(runs), "show this many of the newest runs (0: all)");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
+  opts.add_options()("runs", po::value(&runs)->default_value(runs), "show this many of the newest runs (0: all)");
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
-  if (name.empty()) throw Error(ErrorKind::kUsage, "job show needs a job's NAME (see keel job list)");
+  if (!parse_named(app, args, "show", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));
   jobs::Job job = store.get(name);
   jobs::JobStatus status = status_of(job, store);
@@ -229,15 +232,9 @@ int job_run(App& app, const Args& args) {
   po::options_description opts(
       "keel job run NAME: run a job now in the foreground. Exit code: 0 success, 3 partial, 8 another run of the "
       "job is going, 130 interrupted, else the failure's (docs/exit-codes.md)");
-  opts.add_options()
-      ("name", po::value(&name), "the job")
-      ("metrics-file", po::value(&metrics_file), "write the job's Prometheus metrics to FILE afterwards");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
+  opts.add_options()("metrics-file", po::value(&metrics_file), "write the job's Prometheus metrics to FILE afterwards");
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
-  if (name.empty()) throw Error(ErrorKind::kUsage, "job run needs a job's NAME (see keel job list)");
+  if (!parse_named(app, args, "run", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));
   jobs::Job job = store.get(name);
   // The job's own password file wins over KEEL_PASSWORD_FILE, a flag over both.
@@ -290,13 +287,8 @@ int job_run(App& app, const Args& args) {
 int job_remove(App& app, const Args& args) {
   std::string name, jobs_file;
   po::options_description opts("keel job remove NAME: forget a job; its snapshots and run history stay");
-  opts.add_options()("name", po::value(&name), "the job");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
-  if (name.empty()) throw Error(ErrorKind::kUsage, "job remove needs a job's NAME (see keel job list)");
+  if (!parse_named(app, args, "remove", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));
   store.remove(name);
   if (app.global.json) {

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -19,7 +18,7 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/file_lock.h"
-#include "util/id.h"
+#include "test_support.h"
 
 using namespace keel;
 using namespace keel::jobs;
@@ -27,12 +26,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / ("keel-jobs-test-" + Id::random().short_hex());
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 Job full_job() {
   Job j;
