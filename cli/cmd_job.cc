@@ -138,7 +138,12 @@ int job_list(App& app, const Args& args) {
   }
   std::vector<jobs::Job> all = store.list();
   for (const jobs::Job& job : all) {
-    jobs::JobStatus status = status_of(job, store);
+    jobs::JobStatus status{.name = job.name, .rpo = job.rpo, .next_fire = job.next_fire()};
+    try {
+      status = status_of(job, store);
+    } catch (const Error& e) {
+      app.warn("keel: job " + job.name + ": cannot read its run history: " + e.what());  // list the others
+    }
     if (app.global.json) {
       j.begin_object().field("name", job.name).key("job");
       job_json(j, job);
