@@ -77,6 +77,11 @@ int job_add(App& app, const Args& args) {
   if (job.paths.empty()) throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
   if (job.memory_mib == 0) throw Error(ErrorKind::kUsage, "--memory must be at least 1 MiB");
+  const engine::RetentionPolicy& keep = job.retention;
+  if (!keep.keep_tags.empty() && uint64_t{keep.last} + keep.hourly + keep.daily + keep.weekly + keep.monthly + keep.yearly == 0) {
+    // Alone it would forget every untagged snapshot, the new one included.
+    throw Error(ErrorKind::kUsage, "--keep-tag goes with a --keep-last/hourly/daily/weekly/monthly/yearly count");
+  }
   if (app.global.repo.empty()) throw Error(ErrorKind::kUsage, "give the job a repository: --repo or KEEL_REPO");
   job.time_zone = job.cron().time_zone();  // the default resolved now, so the job does not move with TZ
   if (!rpo.empty()) job.rpo = parse_duration(rpo, "--rpo");

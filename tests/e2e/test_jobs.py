@@ -101,6 +101,7 @@ class JobDefinitions(JobTestCase):
         self.assertIn("--schedule", refused("a", "--paths", self.src))
         self.assertIn("job name 'a/b'", refused("a/b", "--paths", self.src, "--schedule", "@daily"))
         self.assertIn("--rpo", refused("a", "--paths", self.src, "--schedule", "@daily", "--rpo", "soon"))
+        self.assertIn("--keep-tag goes with", refused("a", "--paths", self.src, "--schedule", "@daily", "--keep-tag", "x"))
         self.assertEqual(self.keel_json("job", "list"), [])
 
     def test_add_checks_the_repository_and_password(self):
