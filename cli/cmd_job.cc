@@ -78,7 +78,8 @@ int job_add(App& app, const Args& args) {
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
   if (job.memory_mib == 0) throw Error(ErrorKind::kUsage, "--memory must be at least 1 MiB");
   const engine::RetentionPolicy& keep = job.retention;
-  if (!keep.keep_tags.empty() && uint64_t{keep.last} + keep.hourly + keep.daily + keep.weekly + keep.monthly + keep.yearly == 0) {
+  const uint64_t counts = uint64_t{keep.last} + keep.hourly + keep.daily + keep.weekly + keep.monthly + keep.yearly;
+  if (!keep.keep_tags.empty() && counts == 0) {
     // Alone it would forget every untagged snapshot, the new one included.
     throw Error(ErrorKind::kUsage, "--keep-tag goes with a --keep-last/hourly/daily/weekly/monthly/yearly count");
   }
