@@ -84,15 +84,6 @@ Rows summary_rows(const engine::DrillReport& r) {
   };
 }
 
-void optional_field(Json& j, std::string_view key, const std::optional<double>& value) {
-  j.key(key);
-  if (value) {
-    j.value(*value);
-  } else {
-    j.null();
-  }
-}
-
 std::string report_json(const engine::DrillReport& r) {
   Json j;
   j.begin_object()
@@ -106,10 +97,10 @@ std::string report_json(const engine::DrillReport& r) {
       .field("files", r.files)
       .field("bytes", r.bytes)
       .field("errors", r.errors)
-      .field("throughput_bps", r.throughput_bps);
-  optional_field(j, "rto_seconds", r.rto_seconds);
-  optional_field(j, "rpo_seconds", r.rpo_seconds);
-  j.field("rto_met", r.rto_met)
+      .field("throughput_bps", r.throughput_bps)
+      .field("rto_seconds", r.rto_seconds)
+      .field("rpo_seconds", r.rpo_seconds)
+      .field("rto_met", r.rto_met)
       .field("rpo_met", r.rpo_met)
       .field("rpo_seen_seconds", r.rpo_seen_seconds)  // null: no complete restore point
       .field("objectives_met", r.objectives_met())
@@ -362,10 +353,10 @@ int cmd_drills(App& app, const Args& args) {
           .field("first_file_seconds", d.first_file_seconds)
           .field("files", d.files)
           .field("bytes", d.bytes)
-          .field("errors", d.errors);
-      optional_field(j, "rto_seconds", d.rto_seconds);
-      optional_field(j, "rpo_seconds", d.rpo_seconds);
-      j.field("rto_met", d.rto_met)
+          .field("errors", d.errors)
+          .field("rto_seconds", d.rto_seconds)
+          .field("rpo_seconds", d.rpo_seconds)
+          .field("rto_met", d.rto_met)
           .field("rpo_met", d.rpo_met)
           .field("rpo_seen_seconds", d.rpo_seen_seconds)
           .field("verify_only", d.verify_only)

@@ -37,15 +37,28 @@ void add_jobs_option(po::options_description& opts, std::string& path) {
   opts.add_options()("jobs", po::value(&path), "job store (env KEEL_JOBS; default $XDG_DATA_HOME/keel/jobs.db)");
 }
 
+// Parses `keel job ACTION NAME [options]`: NAME, --jobs, `opts` and the
+// global options. False after --help.
+bool parse_named(App& app, const Args& args, const char* action, po::options_description& opts, std::string& name,
+                 std::string& jobs_file, po::variables_map& vm) {
+  opts.add_options()("name", po::value(&name), "the job's name");
+  add_jobs_option(opts, jobs_file);
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  if (!app.parse(args, opts, pos, vm)) return false;
+  if (name.empty()) throw Error(ErrorKind::kUsage, std::string("job ") + action + " needs a job's NAME (see keel job list)");
+  return true;
+}
+
 int job_add(App& app, const Args& args) {
   jobs::Job job;
   std::string jobs_file, rpo;
   po::options_description opts("keel job add NAME --paths PATH --schedule CRON [options]: store a backup job");
   opts.add_options()
-      ("name", po::value(&job.name), "the job's name (letters, digits, '.', '_', '-')")
       ("paths", po::value(&job.paths)->composing(), "a file or directory to back up (repeatable)")
       ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
       ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
+      ("memory", po::value(&job.memory_mib)->default_value(job.memory_mib), "MiB of data in flight at most")
       ("schedule", po::value(&job.schedule), "cron expression: \"0 2 * * *\", \"*/15 * * * *\", @daily, ...")
       ("timezone", po::value(&job.time_zone), "IANA time zone of the schedule (default: this machine's)")
       ("keep-last", po::value(&job.retention.last), "after each run keep the newest N snapshots of the job")
@@ -58,14 +71,18 @@ int job_add(App& app, const Args& args) {
       ("rpo", po::value(&rpo), "recovery point objective: the newest successful run may be this old (24h, 90m)")
       ("before", po::value(&job.before_hook), "shell command run before the backup; if it fails, nothing is backed up")
       ("after", po::value(&job.after_hook), "shell command run after the backup, whatever its outcome");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
+  if (!parse_named(app, args, "add", opts, job.name, jobs_file, vm)) return 0;
   jobs::validate_job_name(job.name);
   if (job.paths.empty()) throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
+  if (job.memory_mib == 0) throw Error(ErrorKind::kUsage, "--memory must be at least 1 MiB");
+  const engine::RetentionPolicy& keep = job.retention;
+  const uint64_t counts = uint64_t{keep.last} + keep.hourly + keep.daily + keep.weekly + keep.monthly + keep.yearly;
+  if (!keep.keep_tags.empty() && counts == 0) {
+    // Alone it would forget every untagged snapshot, the new one included.
+    throw Error(ErrorKind::kUsage, "--keep-tag goes with a --keep-last/hourly/daily/weekly/monthly/yearly count");
+  }
   if (app.global.repo.empty()) throw Error(ErrorKind::kUsage, "give the job a repository: --repo or KEEL_REPO");
   job.time_zone = job.cron().time_zone();  // the default resolved now, so the job does not move with TZ
   if (!rpo.empty()) job.rpo = parse_duration(rpo, "--rpo");
@@ -127,7 +144,12 @@ int job_list(App& app, const Args& args) {
   }
   std::vector<jobs::Job> all = store.list();
   for (const jobs::Job& job : all) {
-    jobs::JobStatus status = status_of(job, store);
+    jobs::JobStatus status{.name = job.name, .rpo = job.rpo, .next_fire = job.next_fire()};
+    try {
+      status = status_of(job, store);
+    } catch (const Error& e) {
+      app.warn("keel: job " + job.name + ": cannot read its run history: " + e.what());  // list the others
+    }
     if (app.global.json) {
       j.begin_object().field("name", job.name).key("job");
       job_json(j, job);
@@ -156,15 +178,9 @@ int job_show(App& app, const Args& args) {
   std::string name, jobs_file;
   size_t runs = 10;
   po::options_description opts("keel job show NAME: a job's definition, status and recent runs");
-  opts.add_options()
-      ("name", po::value(&name), "the job")
-      ("runs", po::value(&runs)->default_value(runs), "show this many of the newest runs (0: all)");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
+  opts.add_options()("runs", po::value(&runs)->default_value(runs), "show this many of the newest runs (0: all)");
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
-  if (name.empty()) throw Error(ErrorKind::kUsage, "job show needs a job's NAME (see keel job list)");
+  if (!parse_named(app, args, "show", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));
   jobs::Job job = store.get(name);
   jobs::JobStatus status = status_of(job, store);
@@ -227,18 +243,13 @@ int job_run(App& app, const Args& args) {
   po::options_description opts(
       "keel job run NAME: run a job now in the foreground. Exit code: 0 success, 3 partial, 8 another run of the "
       "job is going, 130 interrupted, else the failure's (docs/exit-codes.md)");
-  opts.add_options()
-      ("name", po::value(&name), "the job")
-      ("metrics-file", po::value(&metrics_file), "write the job's Prometheus metrics to FILE afterwards");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
+  opts.add_options()("metrics-file", po::value(&metrics_file), "write the job's Prometheus metrics to FILE afterwards");
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
-  if (name.empty()) throw Error(ErrorKind::kUsage, "job run needs a job's NAME (see keel job list)");
+  if (!parse_named(app, args, "run", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));
   jobs::Job job = store.get(name);
-  if (app.global.password_file.empty()) app.global.password_file = job.password_file;
+  // The job's own password file wins over KEEL_PASSWORD_FILE, a flag over both.
+  if (!vm.count("password-file") && !job.password_file.empty()) app.global.password_file = job.password_file;
 
   jobs::RunOptions options;
   options.lock_path = store.run_lock_path(job.name);
@@ -287,13 +298,8 @@ int job_run(App& app, const Args& args) {
 int job_remove(App& app, const Args& args) {
   std::string name, jobs_file;
   po::options_description opts("keel job remove NAME: forget a job; its snapshots and run history stay");
-  opts.add_options()("name", po::value(&name), "the job");
-  add_jobs_option(opts, jobs_file);
-  po::positional_options_description pos;
-  pos.add("name", 1);
   po::variables_map vm;
-  if (!app.parse(args, opts, pos, vm)) return 0;
-  if (name.empty()) throw Error(ErrorKind::kUsage, "job remove needs a job's NAME (see keel job list)");
+  if (!parse_named(app, args, "remove", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));
   store.remove(name);
   if (app.global.json) {

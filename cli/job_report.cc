@@ -8,13 +8,9 @@
 namespace keel::cli {
 namespace {
 
-void optional_seconds(Json& j, std::string_view key, const std::optional<std::chrono::seconds>& value) {
-  j.key(key);
-  if (value) {
-    j.value(static_cast<int64_t>(value->count()));
-  } else {
-    j.null();
-  }
+std::optional<int64_t> count(const std::optional<std::chrono::seconds>& value) {
+  if (!value) return std::nullopt;
+  return value->count();
 }
 
 void optional_run(Json& j, std::string_view key, const std::optional<catalog::JobRunRecord>& run) {
@@ -60,6 +56,7 @@ void job_json(Json& j, const jobs::Job& job) {
       .field("paths", job.paths)
       .field("excludes", job.excludes)
       .field("tags", job.tags)
+      .field("memory_mib", job.memory_mib)
       .field("schedule", job.schedule)
       .field("time_zone", job.time_zone);
   const engine::RetentionPolicy& r = job.retention;
@@ -73,8 +70,7 @@ void job_json(Json& j, const jobs::Job& job) {
       .field("yearly", uint64_t{r.yearly})
       .field("keep_tags", r.keep_tags)
       .end_object();
-  optional_seconds(j, "rpo_seconds", job.rpo);
-  j.field("before", job.before_hook).field("after", job.after_hook).field("created", iso_time(job.created_ns));
+  j.field("rpo_seconds", count(job.rpo)).field("before", job.before_hook).field("after", job.after_hook).field("created", iso_time(job.created_ns));
   j.end_object();
 }
 
@@ -102,15 +98,10 @@ void job_status_json(Json& j, const jobs::JobStatus& status, jobs::TimePoint now
       .field("next_run", status.next_fire ? iso_time(jobs::to_unix_ns(*status.next_fire)) : "");
   optional_run(j, "last_run", status.last_run);
   optional_run(j, "last_success", status.last_success);
-  optional_seconds(j, "rpo_seconds", status.rpo);
-  optional_seconds(j, "rpo_age_seconds", status.rpo_age(now));
-  j.key("rpo_met");
-  if (std::optional<bool> met = status.rpo_met(now)) {
-    j.value(*met);
-  } else {
-    j.null();
-  }
-  j.end_object();
+  j.field("rpo_seconds", count(status.rpo))
+      .field("rpo_age_seconds", count(status.rpo_age(now)))
+      .field("rpo_met", status.rpo_met(now))
+      .end_object();
 }
 
 }  // namespace keel::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,12 @@ class Json {
     return value(v);
   }
   Json& field(std::string_view k, const std::vector<std::string>& v);
+  // null when empty.
+  template <typename T>
+  Json& field(std::string_view k, const std::optional<T>& v) {
+    key(k);
+    return v ? value(*v) : null();
+  }
 
   const std::string& str() const { return out_; }
 

@@ -35,6 +35,7 @@ struct Job {
   std::vector<std::string> paths;  // absolute
   std::vector<std::string> excludes;
   std::vector<std::string> tags;  // besides tag()
+  uint64_t memory_mib = 256;      // data in flight at most (engine::BackupOptions::memory_budget)
   std::string schedule;           // cron expression (jobs/cron.h)
   std::string time_zone;          // IANA name
   engine::RetentionPolicy retention;       // empty: keep every snapshot

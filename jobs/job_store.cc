@@ -25,14 +25,15 @@ const std::vector<catalog::Migration> kMigrations = {
         " tags BLOB NOT NULL, schedule TEXT NOT NULL, time_zone TEXT NOT NULL, keep_last INTEGER NOT NULL,"
         " keep_hourly INTEGER NOT NULL, keep_daily INTEGER NOT NULL, keep_weekly INTEGER NOT NULL,"
         " keep_monthly INTEGER NOT NULL, keep_yearly INTEGER NOT NULL, keep_tags BLOB NOT NULL, rpo_seconds INTEGER,"
-        " before_hook TEXT NOT NULL, after_hook TEXT NOT NULL, created_ns INTEGER NOT NULL, handled_until_ns INTEGER)",
+        " before_hook TEXT NOT NULL, after_hook TEXT NOT NULL, created_ns INTEGER NOT NULL, handled_until_ns INTEGER,"
+        " memory_mib INTEGER NOT NULL)",
     },
 };
 
 constexpr const char* kColumns =
     "name, repo, endpoint, region, aws_profile, ca_file, virtual_hosted, password_file, catalog, paths, excludes,"
     " tags, schedule, time_zone, keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly,"
-    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns";
+    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib";
 
 Job read_job(Statement& s) {
   Job j;
@@ -63,6 +64,7 @@ Job read_job(Statement& s) {
   j.after_hook = s.column_text(23);
   j.created_ns = s.column_int64(24);
   if (!s.column_is_null(25)) j.handled_until_ns = s.column_int64(25);
+  j.memory_mib = s.column_uint64(26);
   return j;
 }
 
@@ -84,7 +86,7 @@ JobStore::~JobStore() = default;
 
 void JobStore::add(const Job& j) {
   StatementScope s(db_->cached(std::string("INSERT INTO jobs(") + kColumns +
-                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                                " ON CONFLICT(name) DO NOTHING RETURNING name"));
   s->bind_text(1, j.name);
   s->bind_text(2, j.repo);
@@ -120,6 +122,7 @@ void JobStore::add(const Job& j) {
   } else {
     s->bind_null(26);
   }
+  s->bind_uint64(27, j.memory_mib);
   if (!s->step()) {
     throw Error(ErrorKind::kUsage, "a job named " + j.name + " exists already (keel job remove " + j.name + " first)");
   }

@@ -118,6 +118,21 @@ class KeelTestCase(unittest.TestCase):
     def init(self, *extra):
         self.keel("init", *extra)
 
+    def unprivileged(self):
+        """A command prefix and a copy of keel that run it without root, so file permissions bite."""
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                self.skipTest("setpriv not available to drop root")
+            os.chmod(self.tmp, 0o777)
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        else:
+            prefix = []
+        # A copy of the binary, in case the build tree is not reachable by that user.
+        keel = self.path("keel")
+        shutil.copy(KEEL, keel)
+        os.chmod(keel, 0o755)
+        return prefix, keel
+
 
 def tree_state(root, with_times=True):
     """Content and metadata of every entry below root, keyed by relative path."""

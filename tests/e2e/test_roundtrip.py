@@ -2,11 +2,10 @@
 import json
 import os
 import random
-import shutil
 import subprocess
 import unittest
 
-from keelcli import KEEL, KeelTestCase, tree_state
+from keelcli import KeelTestCase, tree_state
 
 
 def make_tree(root):
@@ -146,13 +145,7 @@ class RoundTrip(KeelTestCase):
 class UnreadableFiles(KeelTestCase):
     def test_unreadable_file_is_reported_and_skipped(self):
         """Run keel as an unprivileged user so permissions bite even when the suite runs as root."""
-        if os.geteuid() == 0:
-            if not shutil.which("setpriv"):
-                self.skipTest("setpriv not available to drop root")
-            os.chmod(self.tmp, 0o777)
-            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-        else:
-            prefix = []
+        prefix, keel = self.unprivileged()
         src = self.path("src")
         os.mkdir(src)
         for name in ("ok.txt", "locked.txt"):
@@ -163,11 +156,6 @@ class UnreadableFiles(KeelTestCase):
         os.chmod(os.path.join(src, "locked-dir"), 0o000)
         os.chmod(src, 0o755)
         env = dict(self.env, HOME=self.tmp)
-
-        # A copy of the binary, in case the build tree is not reachable by that user.
-        keel = self.path("keel")
-        shutil.copy(KEEL, keel)
-        os.chmod(keel, 0o755)
 
         def run(*args):
             return subprocess.run(prefix + [keel, *args], env=env, capture_output=True, timeout=300)

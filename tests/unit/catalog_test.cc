@@ -16,6 +16,7 @@
 #include "catalog/catalog.h"
 #include "catalog/sqlite.h"
 #include "util/error.h"
+#include "test_support.h"
 
 using namespace keel;
 using namespace keel::catalog;
@@ -24,14 +25,7 @@ namespace {
 
 constexpr int kLatestSchema = 4;
 
-// A fresh directory under the system temp dir, removed with everything in it.
-struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("keel-catalog-test-" + Id::random().short_hex());
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 PackRecord make_pack(int64_t created = 1700000000) {
   PackRecord p;

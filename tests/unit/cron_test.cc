@@ -1,13 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include "jobs/cron.h"
 #include "util/error.h"
+#include "test_support.h"
 
 using keel::Error;
 using keel::ErrorKind;
@@ -16,23 +15,9 @@ using TimePoint = CronSchedule::TimePoint;
 
 namespace {
 
-// "2024-03-31T01:00" (UTC) as a time point.
-TimePoint utc(const char* text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
-  REQUIRE(std::sscanf(text, "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &s) >= 5);
-  using namespace std::chrono;
-  sys_days day = year(y) / month(static_cast<unsigned>(mo)) / d;
-  return TimePoint(day + hours(h) + minutes(mi) + seconds(s));
-}
+using keel::test::utc;
 
-std::string iso(TimePoint t) {
-  time_t secs = std::chrono::system_clock::to_time_t(t);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M", &tm);
-  return buf;
-}
+std::string iso(TimePoint t) { return keel::test::iso_minute(t); }
 
 // The next `n` fire times after `from`, in UTC.
 std::vector<std::string> fires(const std::string& schedule, const char* zone, const char* from, size_t n) {
@@ -150,56 +135,46 @@ TEST_CASE("cron time zones: unknown zones are refused; the default zone is named
   CHECK(fires("0 0 * * *", "Asia/Kolkata", "2024-01-01T00:00", 1) == Times{"2024-01-01T18:30"});
 }
 
-TEST_CASE("cron across DST in Europe/Berlin: fixed times fire once, hourly ones follow elapsed time", "[cron]") {
-  // 2024-03-31 02:00 CET becomes 03:00 CEST (01:00Z); 2024-10-27 03:00 CEST
-  // becomes 02:00 CET (01:00Z), so 02:00-02:59 happens twice.
+TEST_CASE("cron across DST: fixed times fire once, hourly ones follow elapsed time", "[cron]") {
   struct Case {
+    const char* zone;
     const char* schedule;
     const char* from;
     Times expected;
   };
+  const char* berlin = "Europe/Berlin";
+  const char* new_york = "America/New_York";
   const Case cases[] = {
+      // Berlin: 2024-03-31 02:00 CET becomes 03:00 CEST (01:00Z); 2024-10-27
+      // 03:00 CEST becomes 02:00 CET (01:00Z), so 02:00-02:59 happens twice.
       // 02:30 does not exist: once, at 03:00 CEST, then 02:30 CEST the next day.
-      {"30 2 * * *", "2024-03-30T12:00", {"2024-03-31T01:00", "2024-04-01T00:30"}},
-      {"0 2 * * *", "2024-03-30T12:00", {"2024-03-31T01:00", "2024-04-01T00:00"}},
+      {berlin, "30 2 * * *", "2024-03-30T12:00", {"2024-03-31T01:00", "2024-04-01T00:30"}},
+      {berlin, "0 2 * * *", "2024-03-30T12:00", {"2024-03-31T01:00", "2024-04-01T00:00"}},
       // Several times in the gap still fire once.
-      {"0,15,30,45 2 * * *", "2024-03-30T12:00", {"2024-03-31T01:00", "2024-04-01T00:00"}},
+      {berlin, "0,15,30,45 2 * * *", "2024-03-30T12:00", {"2024-03-31T01:00", "2024-04-01T00:00"}},
       // 02:30 happens twice: once, the first time (CEST), then 02:30 CET the next day.
-      {"30 2 * * *", "2024-10-26T12:00", {"2024-10-27T00:30", "2024-10-28T01:30"}},
+      {berlin, "30 2 * * *", "2024-10-26T12:00", {"2024-10-27T00:30", "2024-10-28T01:30"}},
       // Asked between the two 02:30s, it does not fire again.
-      {"30 2 * * *", "2024-10-27T00:45", {"2024-10-28T01:30"}},
-      {"0 3 * * *", "2024-10-26T12:00", {"2024-10-27T02:00", "2024-10-28T02:00"}},
+      {berlin, "30 2 * * *", "2024-10-27T00:45", {"2024-10-28T01:30"}},
+      {berlin, "0 3 * * *", "2024-10-26T12:00", {"2024-10-27T02:00", "2024-10-28T02:00"}},
       // Hourly: 01:30 CET, then 03:30 CEST an hour later; 02:30 does not exist.
-      {"30 * * * *", "2024-03-31T00:00", {"2024-03-31T00:30", "2024-03-31T01:30", "2024-03-31T02:30"}},
+      {berlin, "30 * * * *", "2024-03-31T00:00", {"2024-03-31T00:30", "2024-03-31T01:30", "2024-03-31T02:30"}},
       // Hourly at fall-back: both 02:30s, an hour apart.
-      {"30 * * * *", "2024-10-26T23:00", {"2024-10-26T23:30", "2024-10-27T00:30", "2024-10-27T01:30", "2024-10-27T02:30"}},
+      {berlin, "30 * * * *", "2024-10-26T23:00",
+       {"2024-10-26T23:30", "2024-10-27T00:30", "2024-10-27T01:30", "2024-10-27T02:30"}},
       // Asked in the second 02:00 hour, the next is its 02:30.
-      {"30 * * * *", "2024-10-27T01:05", {"2024-10-27T01:30"}},
-      {"*/20 * * * *", "2024-03-31T00:30", {"2024-03-31T00:40", "2024-03-31T01:00", "2024-03-31T01:20"}},
+      {berlin, "30 * * * *", "2024-10-27T01:05", {"2024-10-27T01:30"}},
+      {berlin, "*/20 * * * *", "2024-03-31T00:30", {"2024-03-31T00:40", "2024-03-31T01:00", "2024-03-31T01:20"}},
+      // New York: 2024-03-10 02:00 EST becomes 03:00 EDT (07:00Z); 2024-11-03
+      // 02:00 EDT becomes 01:00 EST (06:00Z), so 01:00-01:59 happens twice.
+      {new_york, "30 2 * * *", "2024-03-09T12:00", {"2024-03-10T07:00", "2024-03-11T06:30"}},
+      {new_york, "30 1 * * *", "2024-11-02T12:00", {"2024-11-03T05:30", "2024-11-04T06:30"}},
+      {new_york, "*/30 * * * *", "2024-11-03T04:45",
+       {"2024-11-03T05:00", "2024-11-03T05:30", "2024-11-03T06:00", "2024-11-03T06:30", "2024-11-03T07:00"}},
+      {new_york, "0 */2 * * *", "2024-03-10T04:30", {"2024-03-10T05:00", "2024-03-10T08:00", "2024-03-10T10:00"}},
   };
   for (const Case& c : cases) {
-    INFO(c.schedule << " after " << c.from);
-    CHECK(fires(c.schedule, "Europe/Berlin", c.from, c.expected.size()) == c.expected);
-  }
-}
-
-TEST_CASE("cron across DST in America/New_York", "[cron]") {
-  // 2024-03-10 02:00 EST becomes 03:00 EDT (07:00Z); 2024-11-03 02:00 EDT
-  // becomes 01:00 EST (06:00Z), so 01:00-01:59 happens twice.
-  struct Case {
-    const char* schedule;
-    const char* from;
-    Times expected;
-  };
-  const Case cases[] = {
-      {"30 2 * * *", "2024-03-09T12:00", {"2024-03-10T07:00", "2024-03-11T06:30"}},
-      {"30 1 * * *", "2024-11-02T12:00", {"2024-11-03T05:30", "2024-11-04T06:30"}},
-      {"*/30 * * * *", "2024-11-03T04:45", {"2024-11-03T05:00", "2024-11-03T05:30", "2024-11-03T06:00",
-                                            "2024-11-03T06:30", "2024-11-03T07:00"}},
-      {"0 */2 * * *", "2024-03-10T04:30", {"2024-03-10T05:00", "2024-03-10T08:00", "2024-03-10T10:00"}},
-  };
-  for (const Case& c : cases) {
-    INFO(c.schedule << " after " << c.from);
-    CHECK(fires(c.schedule, "America/New_York", c.from, c.expected.size()) == c.expected);
+    INFO(c.schedule << " in " << c.zone << " after " << c.from);
+    CHECK(fires(c.schedule, c.zone, c.from, c.expected.size()) == c.expected);
   }
 }

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -19,7 +18,7 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/file_lock.h"
-#include "util/id.h"
+#include "test_support.h"
 
 using namespace keel;
 using namespace keel::jobs;
@@ -27,12 +26,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / ("keel-jobs-test-" + Id::random().short_hex());
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 Job full_job() {
   Job j;
@@ -48,6 +42,7 @@ Job full_job() {
   j.paths = {"/srv/db dump", "/etc/odd\nname"};
   j.excludes = {"*.tmp"};
   j.tags = {"db", "prod"};
+  j.memory_mib = 64;
   j.schedule = "0 2 * * *";
   j.time_zone = "Europe/Berlin";
   j.retention.last = 3;
@@ -77,6 +72,7 @@ void check_same(const Job& a, const Job& b) {
   CHECK(a.paths == b.paths);
   CHECK(a.excludes == b.excludes);
   CHECK(a.tags == b.tags);
+  CHECK(a.memory_mib == b.memory_mib);
   CHECK(a.schedule == b.schedule);
   CHECK(a.time_zone == b.time_zone);
   CHECK(a.retention.last == b.retention.last);

@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <ctime>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -14,7 +11,7 @@
 #include "jobs/job_store.h"
 #include "jobs/scheduler.h"
 #include "util/error.h"
-#include "util/id.h"
+#include "test_support.h"
 
 using namespace keel;
 using namespace keel::jobs;
@@ -23,31 +20,10 @@ using Kind = SchedulerEvent::Kind;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("keel-scheduler-test-" + Id::random().short_hex());
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
+using test::utc;
 
-// "2024-03-31T01:00" (UTC).
-TimePoint utc(const char* text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
-  REQUIRE(std::sscanf(text, "%d-%d-%dT%d:%d", &y, &mo, &d, &h, &mi) == 5);
-  using namespace std::chrono;
-  sys_days day = year(y) / month(static_cast<unsigned>(mo)) / d;
-  return TimePoint(day + hours(h) + minutes(mi));
-}
-
-std::string iso(TimePoint t) {
-  time_t secs = std::chrono::system_clock::to_time_t(t);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M", &tm);
-  return buf;
-}
+std::string iso(TimePoint t) { return test::iso_minute(t); }
 
 // Simulated time: sleeping jumps to the wake-up time at once. At `stop_at`
 // it sets the cancel flag, as SIGTERM would; `at` runs actions (edits of

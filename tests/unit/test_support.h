@@ -1,0 +1,45 @@
+// Helpers the unit tests share: scratch directories and UTC times.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <string>
+
+#include "util/id.h"
+
+namespace keel::test {
+
+// A fresh directory under the system temp dir, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("keel-test-" + Id::random().short_hex());
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// "2024-03-31T01:00" or "2024-03-31T01:00:30", in UTC.
+inline std::chrono::system_clock::time_point utc(const char* text) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  REQUIRE(std::sscanf(text, "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &s) >= 5);
+  using namespace std::chrono;
+  sys_days day = year(y) / month(static_cast<unsigned>(mo)) / d;
+  return system_clock::time_point(day + hours(h) + minutes(mi) + seconds(s));
+}
+
+// "2024-03-31T01:00" (UTC, to the minute).
+inline std::string iso_minute(std::chrono::system_clock::time_point t) {
+  time_t secs = std::chrono::system_clock::to_time_t(t);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M", &tm);
+  return buf;
+}
+
+}  // namespace keel::test
