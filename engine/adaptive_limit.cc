@@ -10,11 +10,13 @@ constexpr auto kWindow = std::chrono::milliseconds(100);
 constexpr double kGain = 1.10;
 }  // namespace
 
-AdaptiveLimit::AdaptiveLimit(size_t initial, size_t max, std::function<uint64_t()> throttle_events)
+AdaptiveLimit::AdaptiveLimit(size_t initial, size_t max, std::function<uint64_t()> throttle_events, Clock now)
     : limit_(std::clamp<size_t>(initial, 1, std::max<size_t>(1, max))),
       max_(std::max<size_t>(1, max)),
       peak_(limit_),
-      throttle_events_(std::move(throttle_events)) {
+      throttle_events_(std::move(throttle_events)),
+      now_(std::move(now)),
+      window_start_(now_()) {
   if (throttle_events_) last_throttle_ = throttle_events_();
 }
 
@@ -29,7 +31,7 @@ void AdaptiveLimit::release(uint64_t bytes) {
     std::lock_guard lock(mu_);
     --active_;
     window_bytes_ += bytes;
-    auto now = std::chrono::steady_clock::now();
+    auto now = now_();
     if (now - window_start_ >= kWindow) adjust(now);
   }
   room_.notify_all();

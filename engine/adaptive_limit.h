@@ -14,9 +14,11 @@ namespace keel::engine {
 
 class AdaptiveLimit {
  public:
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
   // `throttle_events` returns a counter that grows when the target pushes
-  // back (e.g. S3 retries); may be empty.
-  AdaptiveLimit(size_t initial, size_t max, std::function<uint64_t()> throttle_events = {});
+  // back (e.g. S3 retries); may be empty. `now` is for tests.
+  AdaptiveLimit(size_t initial, size_t max, std::function<uint64_t()> throttle_events = {},
+                Clock now = std::chrono::steady_clock::now);
 
   void acquire();                 // blocks while `limit` readers are active
   void release(uint64_t bytes);   // one read of `bytes` finished
@@ -33,8 +35,9 @@ class AdaptiveLimit {
   size_t max_;
   size_t peak_;
   std::function<uint64_t()> throttle_events_;
+  Clock now_;
   uint64_t last_throttle_ = 0;
-  std::chrono::steady_clock::time_point window_start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point window_start_;
   uint64_t window_bytes_ = 0;
   double last_rate_ = 0;
 };

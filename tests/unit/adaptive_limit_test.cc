@@ -8,16 +8,31 @@
 using keel::engine::AdaptiveLimit;
 
 namespace {
-// One measurement window in which `bytes` were read.
+// Simulated time, so a loaded machine's late wake-ups cannot look like a
+// change in throughput.
+struct FakeClock {
+  std::shared_ptr<std::chrono::steady_clock::time_point> now =
+      std::make_shared<std::chrono::steady_clock::time_point>();
+  AdaptiveLimit::Clock clock() const {
+    return [now = now] { return *now; };
+  }
+};
+FakeClock fake;
+
+AdaptiveLimit make_limit(size_t initial, size_t max, std::function<uint64_t()> throttle = {}) {
+  return AdaptiveLimit(initial, max, std::move(throttle), fake.clock());
+}
+
+// One measurement window of 120 ms in which `bytes` were read.
 void window(AdaptiveLimit& limit, uint64_t bytes) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  *fake.now += std::chrono::milliseconds(120);
   limit.acquire();
   limit.release(bytes);
 }
 }  // namespace
 
 TEST_CASE("adaptive limit grows while throughput grows and stops at the max", "[adaptive]") {
-  AdaptiveLimit limit(2, 10);
+  AdaptiveLimit limit = make_limit(2, 10);
   window(limit, 0);  // first window sets the baseline
   size_t before = limit.limit();
   window(limit, 1 << 20);
@@ -28,7 +43,7 @@ TEST_CASE("adaptive limit grows while throughput grows and stops at the max", "[
 }
 
 TEST_CASE("adaptive limit holds when throughput stops growing", "[adaptive]") {
-  AdaptiveLimit limit(4, 32);
+  AdaptiveLimit limit = make_limit(4, 32);
   window(limit, 0);
   window(limit, 8 << 20);
   size_t grown = limit.limit();
@@ -39,7 +54,7 @@ TEST_CASE("adaptive limit holds when throughput stops growing", "[adaptive]") {
 
 TEST_CASE("adaptive limit halves when the target throttles", "[adaptive]") {
   std::atomic<uint64_t> retries{0};
-  AdaptiveLimit limit(8, 32, [&] { return retries.load(); });
+  AdaptiveLimit limit = make_limit(8, 32, [&] { return retries.load(); });
   window(limit, 0);
   retries = 3;
   window(limit, 1 << 20);
