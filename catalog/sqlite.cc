@@ -160,28 +160,33 @@ int user_version(Database& db) {
   return static_cast<int>(s->column_int64(0));
 }
 
+void immediate_transaction(Database& db, const std::function<void()>& fn) {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    fn();
+    db.exec("COMMIT");
+  } catch (...) {
+    if (!db.autocommit()) {
+      try {
+        db.exec("ROLLBACK");
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+    throw;
+  }
+}
+
 void apply_migrations(Database& db, const Migrations& migrations) {
   const int latest = static_cast<int>(migrations.size());
   for (int version = user_version(db); version < latest; version = user_version(db)) {
     // IMMEDIATE takes the write lock now; re-read under it, as another
     // process may have migrated meanwhile.
-    db.exec("BEGIN IMMEDIATE");
-    try {
+    immediate_transaction(db, [&] {
       version = user_version(db);
-      if (version < latest) {
-        for (std::string_view sql : migrations[static_cast<size_t>(version)]) db.exec(sql);
-        db.exec("PRAGMA user_version = " + std::to_string(version + 1));
-      }
-      db.exec("COMMIT");
-    } catch (...) {
-      if (!db.autocommit()) {
-        try {
-          db.exec("ROLLBACK");
-        } catch (...) {  // the first error is the one to report
-        }
-      }
-      throw;
-    }
+      if (version >= latest) return;
+      for (std::string_view sql : migrations[static_cast<size_t>(version)]) db.exec(sql);
+      db.exec("PRAGMA user_version = " + std::to_string(version + 1));
+    });
   }
   const int version = user_version(db);
   if (version > latest) {

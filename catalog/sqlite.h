@@ -111,6 +111,10 @@ class Database {
   std::unordered_map<std::string, Statement, SqlHash, std::equal_to<>> cache_;
 };
 
+// Runs `fn` in a BEGIN IMMEDIATE transaction (the write lock taken at once)
+// and commits; rolls back and rethrows if `fn` or the commit throws.
+void immediate_transaction(Database& db, const std::function<void()>& fn);
+
 // Schema migrations: migration N (1-based) is migrations[N - 1], statements
 // applied in one IMMEDIATE transaction, after which PRAGMA user_version is N.
 // Lists are appended to, never edited. Throws Error(kTargetIo) when the

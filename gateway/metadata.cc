@@ -89,22 +89,7 @@ MetadataStore::MetadataStore(const std::string& path) : impl_(std::make_unique<I
 
 MetadataStore::~MetadataStore() = default;
 
-void MetadataStore::transaction(const std::function<void()>& fn) {
-  auto& db = impl_->db;
-  db.exec("BEGIN IMMEDIATE");
-  try {
-    fn();
-    db.exec("COMMIT");
-  } catch (...) {
-    if (!db.autocommit()) {
-      try {
-        db.exec("ROLLBACK");
-      } catch (...) {  // the first error is the one to report
-      }
-    }
-    throw;
-  }
-}
+void MetadataStore::transaction(const std::function<void()>& fn) { catalog::immediate_transaction(impl_->db, fn); }
 
 void MetadataStore::put_bucket(const BucketRecord& b) {
   StatementScope s(impl_->db.cached(

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "gateway/s3_error.h"
+#include "util/text.h"
 
 namespace keel::gateway {
 
@@ -19,12 +20,6 @@ int hex_digit(char c) {
 std::string host_without_port(std::string_view host) {
   if (!host.empty() && host.front() == '[') return std::string(host.substr(0, host.find(']') + 1));
   return std::string(host.substr(0, host.rfind(':')));
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; });
-  return out;
 }
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
@@ -135,9 +130,9 @@ S3Request parse_request(std::string method, std::string_view target, NameValues 
     }
   }
 
-  const std::string host = lower(host_without_port(r.host));
+  const std::string host = ascii_lower(host_without_port(r.host));
   for (const auto& domain : domains) {
-    if (host.size() > domain.size() + 1 && host.ends_with("." + lower(domain))) {
+    if (host.size() > domain.size() + 1 && host.ends_with("." + ascii_lower(domain))) {
       r.bucket = host.substr(0, host.size() - domain.size() - 1);
       r.virtual_hosted = true;
       r.key = r.path.substr(1);

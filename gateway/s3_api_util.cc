@@ -7,18 +7,13 @@
 
 #include "gateway/s3_error.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace keel::gateway {
 
 namespace {
 
 constexpr size_t kMaxUserMetadata = 2048;
-
-std::string trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  return std::string(s.substr(begin, s.find_last_not_of(" \t") - begin + 1));
-}
 
 }  // namespace
 
@@ -125,12 +120,12 @@ ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, cons
 }
 
 std::optional<ByteRange> parse_range(const std::string& header, uint64_t size) {
-  const std::string text = trim(header);
+  const std::string text = std::string(trim_blanks(header));
   if (!text.starts_with("bytes=") || text.find(',') != std::string::npos) return std::nullopt;
   const std::string spec = text.substr(6);
   const size_t dash = spec.find('-');
   if (dash == std::string::npos) return std::nullopt;
-  const std::string first_text = trim(spec.substr(0, dash)), last_text = trim(spec.substr(dash + 1));
+  const std::string first_text = std::string(trim_blanks(spec.substr(0, dash))), last_text = std::string(trim_blanks(spec.substr(dash + 1)));
   const auto number = [](const std::string& s) -> std::optional<uint64_t> {
     if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
     return std::stoull(s);
@@ -189,7 +184,7 @@ NameValues stored_headers(const S3Request& request) {
       std::string_view rest = value;
       while (!rest.empty()) {
         const size_t comma = rest.find(',');
-        const std::string token = trim(rest.substr(0, comma));
+        const std::string token = std::string(trim_blanks(rest.substr(0, comma)));
         if (!token.empty() && token != "aws-chunked") kept += (kept.empty() ? "" : ",") + token;
         if (comma == std::string_view::npos) break;
         rest = rest.substr(comma + 1);
