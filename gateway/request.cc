@@ -24,11 +24,11 @@ std::string host_without_port(std::string_view host) {
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 30> kUnsupportedSubresources = {
+constexpr std::array<std::string_view, 28> kUnsupportedSubresources = {
     "accelerate", "acl", "analytics", "attributes", "cors", "encryption", "intelligent-tiering", "inventory",
     "legal-hold", "lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
     "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-    "tagging", "torrent", "versioning", "versions", "website", "session", "renameObject",
+    "tagging", "torrent", "website", "session", "renameObject",
 };
 
 void refuse_unsupported_subresources(const S3Request& request) {
@@ -161,10 +161,13 @@ Operation route(const S3Request& r) {
     if (m == "GET") {
       if (r.has_query("location")) return Operation::kGetBucketLocation;
       if (r.has_query("uploads")) return Operation::kListMultipartUploads;
+      if (r.has_query("versioning")) return Operation::kGetBucketVersioning;
+      if (r.has_query("versions")) return Operation::kListObjectVersions;
       refuse_unsupported_subresources(r);
       return r.query_value("list-type") == "2" ? Operation::kListObjectsV2 : Operation::kListObjects;
     }
     if (m == "POST" && r.has_query("delete")) return Operation::kDeleteObjects;
+    if (m == "PUT" && r.has_query("versioning")) return Operation::kPutBucketVersioning;
     refuse_unsupported_subresources(r);
     if (m == "HEAD") return Operation::kHeadBucket;
     if (m == "PUT") return Operation::kCreateBucket;
@@ -194,6 +197,7 @@ bool takes_body(Operation operation) {
     case Operation::kPutObject:
     case Operation::kUploadPart:
     case Operation::kCompleteMultipartUpload:
+    case Operation::kPutBucketVersioning:
       return true;
     default:
       return false;
@@ -201,11 +205,12 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 20> kNames = {
+  static constexpr std::array<std::string_view, 23> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
-      "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts"};
+      "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts", "GetBucketVersioning", "PutBucketVersioning",
+      "ListObjectVersions"};
   return kNames[static_cast<size_t>(operation)];
 }
 

@@ -7,6 +7,7 @@
 
 #include "gateway/s3_error.h"
 #include "util/error.h"
+#include "util/id.h"
 #include "util/text.h"
 
 namespace keel::gateway {
@@ -20,6 +21,14 @@ constexpr size_t kMaxUserMetadata = 2048;
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::string version_id_for(const std::string& versioning) {
+  return versioning == "Enabled" ? Id::random().hex().substr(0, 32) : std::string(kNullVersion);
+}
+
+void add_version_header(Response& response, bool versioned, const std::string& version_id) {
+  if (versioned) response.headers.emplace_back("x-amz-version-id", version_id);
 }
 
 boost::property_tree::ptree parse_xml(const std::string& body) {
@@ -76,23 +85,23 @@ std::string decode_continuation_token(const std::string& token) {
 }
 
 ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
-                      const std::string& after, size_t max_keys) {
+                      const ListCursor& after, size_t max_keys) {
   constexpr size_t kBatch = 1000;
   ListingPage page;
   size_t entries = 0;
-  std::string cursor = after;
+  ListCursor cursor = after;
   while (true) {
     const auto batch = fetch(cursor, kBatch);
     bool skipped_ahead = false;
     for (const auto& object : batch) {
-      cursor = object.key;
+      cursor = {object.key, object.version_id};
       std::optional<std::string> rolled_up;
       if (!delimiter.empty()) {
         const size_t at = object.key.find(delimiter, prefix.size());
         if (at != std::string::npos) rolled_up = object.key.substr(0, at + delimiter.size());
       }
       // A common prefix that the marker is in (or is) went out on an earlier page.
-      const bool already_listed = rolled_up && after.starts_with(*rolled_up);
+      const bool already_listed = rolled_up && after.key.starts_with(*rolled_up);
       if (!already_listed) {
         if (entries == max_keys) {
           page.truncated = true;
@@ -102,15 +111,17 @@ ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, cons
         if (rolled_up) {
           page.common_prefixes.push_back(*rolled_up);
           page.last = *rolled_up;
+          page.last_version_id.clear();
         } else {
           page.objects.push_back(object);
           page.last = object.key;
+          page.last_version_id = object.version_id;
         }
       }
       if (rolled_up) {
         // Keys are UTF-8, which never holds the byte 0xff: this skips the
         // rest of the common prefix in one step.
-        cursor = *rolled_up + "\xff";
+        cursor = {*rolled_up + "\xff", ""};
         skipped_ahead = true;
         break;
       }
@@ -155,8 +166,10 @@ std::optional<ByteRange> parse_range(const std::string& header, uint64_t size) {
 
 CopySource parse_copy_source(const std::string& header) {
   std::string text = percent_decode(header);
+  std::string version_id;
   if (const size_t q = text.find("?versionId="); q != std::string::npos) {
-    if (text.substr(q + 11) != "null") throw S3Error("NotImplemented", "copying a version other than the current one");
+    version_id = text.substr(q + 11);
+    if (version_id.empty()) throw S3Error("InvalidArgument", "x-amz-copy-source has an empty versionId");
     text.resize(q);
   }
   if (text.starts_with("/")) text.erase(0, 1);
@@ -164,7 +177,7 @@ CopySource parse_copy_source(const std::string& header) {
   if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) {
     throw S3Error("InvalidArgument", "x-amz-copy-source '" + header + "' is not bucket/key");
   }
-  return {text.substr(0, slash), text.substr(slash + 1)};
+  return {text.substr(0, slash), text.substr(slash + 1), version_id};
 }
 
 NameValues stored_headers(const S3Request& request) {

@@ -14,6 +14,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/sqlite.h"
+#include "tests/unit/temp_dir.h"
 #include "util/error.h"
 
 using namespace keel;
@@ -21,14 +22,7 @@ using namespace keel::catalog;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it.
-struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("keel-catalog-test-" + Id::random().short_hex());
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using keel::test::TempDir;
 
 PackRecord make_pack(int64_t created = 1700000000) {
   PackRecord p;
