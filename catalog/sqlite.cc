@@ -164,29 +164,34 @@ int schema_version(Database& db) {
   return static_cast<int>(s->column_int64(0));
 }
 
+void immediate_transaction(Database& db, const std::function<void()>& fn) {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    fn();
+    db.exec("COMMIT");
+  } catch (...) {
+    if (!db.autocommit()) {
+      try {
+        db.exec("ROLLBACK");
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+    throw;
+  }
+}
+
 void migrate(Database& db, std::span<const Migration> migrations) {
   const int latest = static_cast<int>(migrations.size());
   int version = schema_version(db);
   while (version < latest) {
     // IMMEDIATE: take the write lock now, then re-read under it, as another
     // process may have migrated meanwhile.
-    db.exec("BEGIN IMMEDIATE");
-    try {
+    immediate_transaction(db, [&] {
       version = schema_version(db);
-      if (version < latest) {
-        for (std::string_view sql : migrations[static_cast<size_t>(version)]) db.exec(sql);
-        db.exec("PRAGMA user_version = " + std::to_string(version + 1));
-      }
-      db.exec("COMMIT");
-    } catch (...) {
-      if (!db.autocommit()) {
-        try {
-          db.exec("ROLLBACK");
-        } catch (...) {  // the first error is the one to report
-        }
-      }
-      throw;
-    }
+      if (version >= latest) return;
+      for (std::string_view sql : migrations[static_cast<size_t>(version)]) db.exec(sql);
+      db.exec("PRAGMA user_version = " + std::to_string(version + 1));
+    });
     version = schema_version(db);
   }
   if (version > latest) {

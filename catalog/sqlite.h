@@ -113,6 +113,10 @@ class Database {
   std::unordered_map<std::string, Statement, SqlHash, std::equal_to<>> cache_;
 };
 
+// Runs `fn` in a BEGIN IMMEDIATE transaction (the write lock taken at once)
+// and commits; rolls back and rethrows if `fn` or the commit throws.
+void immediate_transaction(Database& db, const std::function<void()>& fn);
+
 // Numbered schema migrations: migration N (1-based) is migrations[N - 1],
 // statements applied in one transaction, after which PRAGMA user_version is
 // N. Append, never edit.

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <utility>
 
+#include "util/xml.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json.h"
@@ -139,20 +140,6 @@ catalog::DrillRecord drill_record(const engine::DrillReport& r, std::string json
   return d;
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string fixed(double v, int decimals = 1) {
   char buf[48];
@@ -199,14 +186,14 @@ std::string throughput_svg(const engine::DrillReport& r) {
            fixed(rate, rate_max < 10 ? 1 : 0) + "</text>\n";
     double t = t_max * g / kGridLines;
     svg += "<text class=\"tick\" x=\"" + x(t) + "\" y=\"" + fixed(kTop + plot_h + 18) + "\" text-anchor=\"middle\">" +
-           html_escape(drill_duration(t)) + "</text>\n";
+           xml_escape(drill_duration(t)) + "</text>\n";
   }
   svg += "<text class=\"label\" x=\"" + fixed(kLeft + plot_w / 2) + "\" y=\"" + fixed(kHeight - 6) +
          "\" text-anchor=\"middle\">time since the drill started</text>\n";
   svg += "<text class=\"label\" transform=\"rotate(-90)\" x=\"" + fixed(-(kTop + plot_h / 2)) +
          "\" y=\"16\" text-anchor=\"middle\">MB/s</text>\n";
   svg += "<line class=\"mean\" x1=\"" + x(0) + "\" x2=\"" + x(t_max) + "\" y1=\"" + y(r.throughput_bps / 1e6) +
-         "\" y2=\"" + y(r.throughput_bps / 1e6) + "\"><title>average " + html_escape(human_rate(r.throughput_bps)) +
+         "\" y2=\"" + y(r.throughput_bps / 1e6) + "\"><title>average " + xml_escape(human_rate(r.throughput_bps)) +
          "</title></line>\n";
   std::string line;
   for (const auto& [t, rate] : points) line += x(t) + "," + y(rate) + " ";
@@ -222,7 +209,7 @@ std::string html_report(const engine::DrillReport& r) {
   const bool met = r.objectives_met();
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>keel drill " + r.snapshot.short_hex() + ": " + html_escape(outcome(r)) + "</title>\n"
+      "<title>keel drill " + r.snapshot.short_hex() + ": " + xml_escape(outcome(r)) + "</title>\n"
       "<style>\n"
       "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:780px;color:#222}\n"
       "h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}\n"
@@ -237,16 +224,16 @@ std::string html_report(const engine::DrillReport& r) {
       "</style>\n</head>\n<body>\n"
       "<h1>Restore drill of snapshot " + r.snapshot.short_hex() + "</h1>\n"
       "<p class=\"id\">snapshot " + r.snapshot.hex() + "</p>\n"
-      "<p><span class=\"verdict " + (met ? "met" : "missed") + "\">" + html_escape(outcome(r)) + "</span></p>\n"
+      "<p><span class=\"verdict " + (met ? "met" : "missed") + "\">" + xml_escape(outcome(r)) + "</span></p>\n"
       "<table>\n";
   for (const auto& [name, value] : summary_rows(r)) {
-    html += "<tr><th>" + html_escape(name) + "</th><td>" + html_escape(value) + "</td></tr>\n";
+    html += "<tr><th>" + xml_escape(name) + "</th><td>" + xml_escape(value) + "</td></tr>\n";
   }
   html += "</table>\n<h2>Throughput over time</h2>\n" + throughput_svg(r);
   if (!r.failures.empty()) {
     html += "<h2>Failures</h2>\n<ul>\n";
     for (size_t i = 0; i < r.failures.size() && i < kHtmlFailures; ++i) {
-      html += "<li>" + html_escape(r.failures[i].path) + ": " + html_escape(r.failures[i].reason) + "</li>\n";
+      html += "<li>" + xml_escape(r.failures[i].path) + ": " + xml_escape(r.failures[i].reason) + "</li>\n";
     }
     if (r.failures.size() > kHtmlFailures) {
       html += "<li>and " + std::to_string(r.failures.size() - kHtmlFailures) + " more (see keel drill --json)</li>\n";

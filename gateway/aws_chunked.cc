@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gateway/s3_error.h"
+#include "util/text.h"
 #include "targets/s3/sigv4.h"
 
 namespace keel::gateway {
@@ -21,18 +22,6 @@ constexpr std::string_view kTrailerSignature = "x-amz-trailer-signature";
 
 [[noreturn]] void malformed(const std::string& what) {
   throw S3Error("InvalidRequest", "malformed aws-chunked body: " + what);
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; });
-  return out;
-}
-
-std::string trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  return std::string(s.substr(begin, s.find_last_not_of(" \t") - begin + 1));
 }
 
 void check_signature(const std::string& expected, const std::string& claimed, const std::string& what) {
@@ -135,8 +124,8 @@ void AwsChunkedDecoder::trailer_line(std::string_view line) {
   if (!line.empty()) {
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) malformed("trailer line without a name");
-    const std::string name = lower(trim(line.substr(0, colon)));
-    const std::string value = trim(line.substr(colon + 1));
+    const std::string name = ascii_lower(trim_blanks(line.substr(0, colon)));
+    const std::string value = std::string(trim_blanks(line.substr(colon + 1)));
     if (name == kTrailerSignature) {
       trailer_signature_ = value;
     } else {

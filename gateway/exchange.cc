@@ -8,6 +8,7 @@ Response error_response(const S3Error& error, std::string_view resource, std::st
   Response r;
   r.status = error.http_status();
   r.headers = {{"content-type", "application/xml"}, {"x-amz-request-id", std::string(request_id)}};
+  r.headers.insert(r.headers.end(), error.headers.begin(), error.headers.end());
   r.body = error_document(error, resource, request_id);
   return r;
 }

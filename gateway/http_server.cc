@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/text.h"
 #include "util/id.h"
 
 namespace keel::gateway {
@@ -35,12 +36,6 @@ using asio::use_awaitable;
 constexpr size_t kHeaderLimit = 64 * 1024;
 constexpr size_t kBodyBuffer = 256 * 1024;
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; });
-  return out;
-}
 
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -135,9 +130,9 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler) {
     const std::string resource = head.target.substr(0, head.target.find('?'));
     head.request_id = new_request_id();
     const std::string request_id = head.request_id;
-    for (const auto& field : request) head.headers.emplace_back(lower(view(field.name_string())), std::string(view(field.value())));
+    for (const auto& field : request) head.headers.emplace_back(ascii_lower(view(field.name_string())), std::string(view(field.value())));
     bool keep_alive = request.keep_alive();
-    const bool expects_continue = lower(view(request[http::field::expect])) == "100-continue";
+    const bool expects_continue = ascii_lower(view(request[http::field::expect])) == "100-continue";
 
     Exchange exchange = handler.begin(std::move(head));
     Response response;

@@ -33,6 +33,28 @@ const std::vector<catalog::Migration> kMigrations = {
         " part_no INTEGER NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL, modified_ns INTEGER NOT NULL,"
         " file TEXT NOT NULL, PRIMARY KEY(upload_id, part_no)) WITHOUT ROWID",
     },
+    // 2: versioning. A key holds versions and delete markers, so objects is
+    // rebuilt without UNIQUE(bucket, key); existing objects become null versions.
+    // The newest version of a key (highest object_no) is its current one.
+    {
+        "ALTER TABLE buckets ADD COLUMN versioning TEXT NOT NULL DEFAULT ''",
+        "CREATE TABLE versions(object_no INTEGER PRIMARY KEY, bucket TEXT NOT NULL, key TEXT NOT NULL,"
+        " size INTEGER NOT NULL, etag TEXT NOT NULL, modified_ns INTEGER NOT NULL, headers BLOB NOT NULL,"
+        " checksum_algorithm TEXT NOT NULL, checksum TEXT NOT NULL, version_id TEXT NOT NULL,"
+        " delete_marker INTEGER NOT NULL, UNIQUE(bucket, key, version_id))",
+        "INSERT INTO versions SELECT object_no, bucket, key, size, etag, modified_ns, headers, checksum_algorithm,"
+        " checksum, 'null', 0 FROM objects",
+        "CREATE TABLE version_segments(object_no INTEGER NOT NULL REFERENCES versions(object_no) ON DELETE CASCADE,"
+        " seq INTEGER NOT NULL, file TEXT NOT NULL, length INTEGER NOT NULL, PRIMARY KEY(object_no, seq))"
+        " WITHOUT ROWID",
+        "INSERT INTO version_segments SELECT object_no, seq, file, length FROM segments",
+        // Children first, so that dropping objects cascades nowhere.
+        "DROP TABLE segments",
+        "DROP TABLE objects",
+        "ALTER TABLE versions RENAME TO objects",  // also renames version_segments' reference
+        "ALTER TABLE version_segments RENAME TO segments",
+        "CREATE INDEX objects_by_key ON objects(bucket, key, object_no)",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -89,22 +111,7 @@ MetadataStore::MetadataStore(const std::string& path) : impl_(std::make_unique<I
 
 MetadataStore::~MetadataStore() = default;
 
-void MetadataStore::transaction(const std::function<void()>& fn) {
-  auto& db = impl_->db;
-  db.exec("BEGIN IMMEDIATE");
-  try {
-    fn();
-    db.exec("COMMIT");
-  } catch (...) {
-    if (!db.autocommit()) {
-      try {
-        db.exec("ROLLBACK");
-      } catch (...) {  // the first error is the one to report
-      }
-    }
-    throw;
-  }
-}
+void MetadataStore::transaction(const std::function<void()>& fn) { catalog::immediate_transaction(impl_->db, fn); }
 
 void MetadataStore::put_bucket(const BucketRecord& b) {
   StatementScope s(impl_->db.cached(
@@ -119,20 +126,22 @@ void MetadataStore::put_bucket(const BucketRecord& b) {
 }
 
 namespace {
+constexpr const char* kBucketColumns = "name, owner, created_ns, path, configured, versioning";
 BucketRecord read_bucket(Statement& s) {
-  return {s.column_text(0), s.column_text(1), s.column_int64(2), s.column_text(3), s.column_int64(4) != 0};
+  return {s.column_text(0), s.column_text(1), s.column_int64(2), s.column_text(3), s.column_int64(4) != 0,
+          s.column_text(5)};
 }
 }  // namespace
 
 std::optional<BucketRecord> MetadataStore::bucket(const std::string& name) {
-  StatementScope s(impl_->db.cached("SELECT name, owner, created_ns, path, configured FROM buckets WHERE name = ?"));
+  StatementScope s(impl_->db.cached(std::string("SELECT ") + kBucketColumns + " FROM buckets WHERE name = ?"));
   s->bind_text(1, name);
   if (!s->step()) return std::nullopt;
   return read_bucket(*s);
 }
 
 std::vector<BucketRecord> MetadataStore::buckets() {
-  StatementScope s(impl_->db.cached("SELECT name, owner, created_ns, path, configured FROM buckets ORDER BY name"));
+  StatementScope s(impl_->db.cached(std::string("SELECT ") + kBucketColumns + " FROM buckets ORDER BY name"));
   std::vector<BucketRecord> out;
   while (s->step()) out.push_back(read_bucket(*s));
   return out;
@@ -152,6 +161,13 @@ bool MetadataStore::bucket_has_objects_or_uploads(const std::string& name) {
   return s->column_int64(0) != 0;
 }
 
+void MetadataStore::set_versioning(const std::string& bucket, const std::string& status) {
+  StatementScope s(impl_->db.cached("UPDATE buckets SET versioning = ? WHERE name = ?"));
+  s->bind_text(1, status);
+  s->bind_text(2, bucket);
+  s->run();
+}
+
 namespace {
 
 std::vector<Segment> segments_of(catalog::Database& db, int64_t object_no) {
@@ -162,16 +178,21 @@ std::vector<Segment> segments_of(catalog::Database& db, int64_t object_no) {
   return out;
 }
 
-std::optional<int64_t> object_no(catalog::Database& db, const std::string& bucket, const std::string& key) {
-  StatementScope s(db.cached("SELECT object_no FROM objects WHERE bucket = ? AND key = ?"));
+std::optional<int64_t> version_no(catalog::Database& db, const std::string& bucket, const std::string& key,
+                                  const std::string& version_id) {
+  StatementScope s(db.cached("SELECT object_no FROM objects WHERE bucket = ? AND key = ? AND version_id = ?"));
   s->bind_text(1, bucket);
   s->bind_text(2, key);
+  s->bind_text(3, version_id);
   if (!s->step()) return std::nullopt;
   return s->column_int64(0);
 }
 
+// Columns of objects aliased "o"; the last says whether the row is its key's newest.
 constexpr const char* kObjectColumns =
-    "object_no, bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum";
+    "o.object_no, o.bucket, o.key, o.size, o.etag, o.modified_ns, o.headers, o.checksum_algorithm, o.checksum,"
+    " o.version_id, o.delete_marker,"
+    " o.object_no = (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key)";
 
 ObjectRecord read_object(Statement& s) {
   ObjectRecord o;
@@ -183,6 +204,9 @@ ObjectRecord read_object(Statement& s) {
   o.headers = decode_headers(s.column_blob(6));
   o.checksum_algorithm = s.column_text(7);
   o.checksum = s.column_text(8);
+  o.version_id = s.column_text(9);
+  o.delete_marker = s.column_int64(10) != 0;
+  o.latest = s.column_int64(11) != 0;
   return o;
 }
 
@@ -191,7 +215,7 @@ ObjectRecord read_object(Statement& s) {
 std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   auto& db = impl_->db;
   std::vector<Segment> replaced;
-  if (auto old = object_no(db, o.bucket, o.key)) {
+  if (auto old = version_no(db, o.bucket, o.key, o.version_id)) {
     replaced = segments_of(db, *old);
     StatementScope s(db.cached("DELETE FROM objects WHERE object_no = ?"));
     s->bind_int64(1, *old);
@@ -200,8 +224,8 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   int64_t number;
   {
     StatementScope s(db.cached(
-        "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
+        "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum,"
+        " version_id, delete_marker) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
     s->bind_text(1, o.bucket);
     s->bind_text(2, o.key);
     s->bind_uint64(3, o.size);
@@ -210,6 +234,8 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
     s->bind_blob(6, encode_headers(o.headers));
     s->bind_text(7, o.checksum_algorithm);
     s->bind_text(8, o.checksum);
+    s->bind_text(9, o.version_id);
+    s->bind_int64(10, o.delete_marker ? 1 : 0);
     s->step();
     number = s->column_int64(0);
   }
@@ -225,14 +251,18 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   return replaced;
 }
 
-std::optional<ObjectRecord> MetadataStore::object(const std::string& bucket, const std::string& key) {
+std::optional<ObjectRecord> MetadataStore::object(const std::string& bucket, const std::string& key,
+                                                  const std::string& version_id) {
   auto& db = impl_->db;
   int64_t number;
   ObjectRecord o;
   {
-    StatementScope s(db.cached(std::string("SELECT ") + kObjectColumns + " FROM objects WHERE bucket = ? AND key = ?"));
+    StatementScope s(db.cached(std::string("SELECT ") + kObjectColumns +
+                               " FROM objects o WHERE bucket = ?1 AND key = ?2 AND (?3 = '' OR version_id = ?3)"
+                               " ORDER BY object_no DESC LIMIT 1"));
     s->bind_text(1, bucket);
     s->bind_text(2, key);
+    s->bind_text(3, version_id);
     if (!s->step()) return std::nullopt;
     number = s->column_int64(0);
     o = read_object(*s);
@@ -241,15 +271,16 @@ std::optional<ObjectRecord> MetadataStore::object(const std::string& bucket, con
   return o;
 }
 
-std::optional<std::vector<Segment>> MetadataStore::delete_object(const std::string& bucket, const std::string& key) {
-  auto& db = impl_->db;
-  const auto number = object_no(db, bucket, key);
-  if (!number) return std::nullopt;
-  auto segments = segments_of(db, *number);
-  StatementScope s(db.cached("DELETE FROM objects WHERE object_no = ?"));
-  s->bind_int64(1, *number);
+std::optional<ObjectRecord> MetadataStore::delete_version(const std::string& bucket, const std::string& key,
+                                                          const std::string& version_id) {
+  auto removed = object(bucket, key, version_id);
+  if (!removed) return std::nullopt;
+  StatementScope s(impl_->db.cached("DELETE FROM objects WHERE bucket = ? AND key = ? AND version_id = ?"));
+  s->bind_text(1, bucket);
+  s->bind_text(2, key);
+  s->bind_text(3, version_id);
   s->run();
-  return segments;
+  return removed;
 }
 
 std::vector<ObjectRecord> MetadataStore::list_objects(const std::string& bucket, const std::string& prefix,
@@ -260,8 +291,10 @@ std::vector<ObjectRecord> MetadataStore::list_objects(const std::string& bucket,
   // key > from, or key >= prefix when nothing comes after it: "> from" misses
   // the key equal to the prefix itself, so start there when after < prefix.
   StatementScope s(db.cached(std::string("SELECT ") + kObjectColumns +
-                             " FROM objects WHERE bucket = ?1 AND (key > ?2 OR (?3 AND key = ?2))"
-                             " AND (?4 IS NULL OR key < ?4) ORDER BY key LIMIT ?5"));
+                             " FROM objects o WHERE bucket = ?1 AND (key > ?2 OR (?3 AND key = ?2))"
+                             " AND (?4 IS NULL OR key < ?4) AND NOT delete_marker AND object_no ="
+                             " (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key)"
+                             " ORDER BY key LIMIT ?5"));
   s->bind_text(1, bucket);
   s->bind_text(2, from);
   s->bind_int64(3, after < prefix ? 1 : 0);
@@ -271,6 +304,31 @@ std::vector<ObjectRecord> MetadataStore::list_objects(const std::string& bucket,
     s->bind_null(4);
   }
   s->bind_int64(5, static_cast<int64_t>(limit));
+  std::vector<ObjectRecord> out;
+  while (s->step()) out.push_back(read_object(*s));
+  return out;
+}
+
+std::vector<ObjectRecord> MetadataStore::list_versions(const std::string& bucket, const std::string& prefix,
+                                                       const std::string& after_key, const std::string& after_version,
+                                                       size_t limit) {
+  const auto end = prefix_end(prefix);
+  // The versions of after_key older than after_version, then later keys.
+  StatementScope s(impl_->db.cached(
+      std::string("SELECT ") + kObjectColumns +
+      " FROM objects o WHERE bucket = ?1 AND key >= ?2 AND (?3 IS NULL OR key < ?3) AND (key > ?4 OR (key = ?4 AND"
+      " object_no < (SELECT v.object_no FROM objects v WHERE v.bucket = ?1 AND v.key = ?4 AND v.version_id = ?5)))"
+      " ORDER BY key, object_no DESC LIMIT ?6"));
+  s->bind_text(1, bucket);
+  s->bind_text(2, prefix);
+  if (end) {
+    s->bind_text(3, *end);
+  } else {
+    s->bind_null(3);
+  }
+  s->bind_text(4, after_key);
+  s->bind_text(5, after_version);
+  s->bind_int64(6, static_cast<int64_t>(limit));
   std::vector<ObjectRecord> out;
   while (s->step()) out.push_back(read_object(*s));
   return out;

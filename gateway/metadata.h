@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gateway/request.h"
@@ -21,7 +22,11 @@ struct BucketRecord {
   int64_t created_ns = 0;
   std::string path;  // raw mode: the directory holding its files
   bool configured = false;  // from the configuration file (not deletable through the API)
+  std::string versioning;   // "" (never enabled), "Enabled" or "Suspended"
 };
+
+// The version id of objects written while versioning was off or suspended.
+inline constexpr std::string_view kNullVersion = "null";
 
 // A file holding a stretch of an object's bytes, by its name in the bucket's directory.
 struct Segment {
@@ -29,9 +34,13 @@ struct Segment {
   uint64_t length = 0;
 };
 
+// One version of an object: its bytes, or a delete marker.
 struct ObjectRecord {
   std::string bucket;
   std::string key;
+  std::string version_id{kNullVersion};
+  bool delete_marker = false;
+  bool latest = false;  // set by reads: the key's newest version
   uint64_t size = 0;
   std::string etag;  // without quotes: hex MD5, or hex MD5-of-MD5s + "-N"
   int64_t modified_ns = 0;
@@ -75,17 +84,29 @@ class MetadataStore {
   std::vector<BucketRecord> buckets();
   void delete_bucket(const std::string& name);
   bool bucket_has_objects_or_uploads(const std::string& name);
+  void set_versioning(const std::string& bucket, const std::string& status);
 
-  // Objects. put_object replaces the key's object and returns the files the
-  // old one used (for the caller to remove once committed).
+  // Object versions. The newest version of a key (the last one put) is its
+  // current one. put_object adds the version, replacing the one with the
+  // same version id, and returns the files that one used (for the caller to
+  // remove once committed).
   std::vector<Segment> put_object(const ObjectRecord& object);
-  std::optional<ObjectRecord> object(const std::string& bucket, const std::string& key);
-  // Removes the object; returns its files (empty when there was none).
-  std::optional<std::vector<Segment>> delete_object(const std::string& bucket, const std::string& key);
-  // Keys > after (and starting with prefix) in byte order, at most `limit`,
-  // without segments.
+  // A version, or the current one when version_id is empty; it may be a delete marker.
+  std::optional<ObjectRecord> object(const std::string& bucket, const std::string& key,
+                                     const std::string& version_id = "");
+  // Removes one version; returns it with its segments (nullopt when there was none).
+  std::optional<ObjectRecord> delete_version(const std::string& bucket, const std::string& key,
+                                             const std::string& version_id);
+  // Current versions that are not delete markers, keys > after (and starting
+  // with prefix) in byte order, at most `limit`, without segments.
   std::vector<ObjectRecord> list_objects(const std::string& bucket, const std::string& prefix,
                                          const std::string& after, size_t limit);
+  // All versions and delete markers under the prefix, by key, newest first,
+  // after (after_key, after_version) (an empty or unknown after_version: keys
+  // > after_key), at most `limit`, without segments.
+  std::vector<ObjectRecord> list_versions(const std::string& bucket, const std::string& prefix,
+                                          const std::string& after_key, const std::string& after_version,
+                                          size_t limit);
 
   // Multipart uploads.
   void create_upload(const UploadRecord& upload);

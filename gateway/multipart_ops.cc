@@ -109,9 +109,9 @@ Response S3Api::upload_part_copy(const Call& call) {
   std::optional<ObjectRecord> object;
   {
     std::lock_guard lock(mutex_);
-    object = metadata_.object(from->record.name, source_request.key);
+    object = metadata_.object(from->record.name, source_request.key, source.version_id);
   }
-  if (!object) throw S3Error("NoSuchKey", "the copy source '" + source_request.key + "' does not exist");
+  if (!object || object->delete_marker) throw S3Error("NoSuchKey", "the copy source '" + source_request.key + "' does not exist");
   ByteRange range{0, object->size};
   if (call.request.has_header("x-amz-copy-source-range")) {
     auto parsed = parse_range(call.request.header("x-amz-copy-source-range"), object->size);
@@ -168,6 +168,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
     if (requested.empty()) throw S3Error("MalformedXML", "the upload must name at least one part");
 
     ObjectRecord object;
+    bool versioned;
     std::vector<std::string> unused;
     {
       std::lock_guard lock(mutex_);
@@ -196,6 +197,8 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       object.etag = to_hex(md5(as_bytes(md5s))) + "-" + std::to_string(requested.size());
       object.modified_ns = now_ns();
       object.headers = upload.headers;
+      versioned = !bucket->record.versioning.empty();
+      object.version_id = version_id_for(bucket->record.versioning);
       std::vector<Segment> replaced;
       metadata_.transaction([&] {
         replaced = metadata_.put_object(object);
@@ -210,7 +213,9 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
         .element("Bucket", object.bucket)
         .element("Key", object.key)
         .element("ETag", quoted(object.etag));
-    return xml_response(xml.finish());
+    Response r = xml_response(xml.finish());
+    add_version_header(r, versioned, object.version_id);
+    return r;
   });
 }
 

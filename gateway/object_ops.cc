@@ -88,13 +88,52 @@ void add_checksum_header(Response& r, const PayloadChecks& checks) {
 
 }  // namespace
 
-void S3Api::commit_object(Bucket& bucket, const ObjectRecord& object) {
+bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object) {
   std::vector<Segment> replaced;
+  bool versioned;
   {
     std::lock_guard lock(mutex_);
+    versioned = !bucket.record.versioning.empty();
+    object.version_id = version_id_for(bucket.record.versioning);
     metadata_.transaction([&] { replaced = metadata_.put_object(object); });
   }
   for (const auto& segment : replaced) bucket.files.remove(segment.file);
+  return versioned;
+}
+
+S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id) {
+  Deletion deletion;
+  std::vector<Segment> unused;
+  {
+    std::lock_guard lock(mutex_);
+    const std::string& versioning = bucket.record.versioning;
+    deletion.versioned = !versioning.empty();
+    metadata_.transaction([&] {
+      if (!version_id.empty() || versioning.empty()) {
+        const auto removed = metadata_.delete_version(bucket.record.name, key,
+                                                      version_id.empty() ? std::string(kNullVersion) : version_id);
+        deletion.version_id = version_id;
+        if (removed) {
+          deletion.delete_marker = removed->delete_marker;
+          unused = removed->segments;
+        }
+        return;
+      }
+      // A versioned bucket keeps the versions and marks the key deleted; the
+      // marker of a suspended bucket is the null version, replacing it.
+      ObjectRecord marker;
+      marker.bucket = bucket.record.name;
+      marker.key = key;
+      marker.delete_marker = true;
+      marker.modified_ns = now_ns();
+      marker.version_id = version_id_for(versioning);
+      unused = metadata_.put_object(marker);
+      deletion.version_id = marker.version_id;
+      deletion.delete_marker = true;
+    });
+  }
+  for (const auto& segment : unused) bucket.files.remove(segment.file);
+  return deletion;
 }
 
 std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
@@ -121,9 +160,10 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         }
         object.modified_ns = now_ns();
         object.segments = {{writer->commit(), object.size}};
-        commit_object(*bucket, object);
+        const bool versioned = commit_object(*bucket, object);
         Response r;
         r.headers.emplace_back("etag", quoted(object.etag));
+        add_version_header(r, versioned, object.version_id);
         add_checksum_header(r, checks);
         return r;
       });
@@ -131,13 +171,26 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
 
 Response S3Api::get_object(const Call& call, bool head) {
   const auto bucket = bucket_for(call, Access::kRead);
+  const std::string version_id = call.request.query_value("versionId").value_or("");
   std::optional<ObjectRecord> object;
-  std::unique_ptr<SegmentReader> reader;
+  bool versioned;
   Response r;
   {
     std::lock_guard lock(mutex_);
-    object = metadata_.object(bucket->record.name, call.request.key);
+    versioned = !bucket->record.versioning.empty();
+    object = metadata_.object(bucket->record.name, call.request.key, version_id);
+    if (!object && !version_id.empty()) {
+      throw S3Error("NoSuchVersion", "the key '" + call.request.key + "' has no version '" + version_id + "'");
+    }
     if (!object) throw S3Error("NoSuchKey", "the key '" + call.request.key + "' does not exist");
+    if (object->delete_marker) {
+      // The current version is a delete marker (404), or a marker was asked for by id (405).
+      S3Error error = version_id.empty()
+                          ? S3Error("NoSuchKey", "the key '" + call.request.key + "' is deleted")
+                          : S3Error("MethodNotAllowed", "version '" + version_id + "' is a delete marker");
+      error.headers = {{"x-amz-delete-marker", "true"}, {"x-amz-version-id", object->version_id}};
+      throw error;
+    }
     check_conditions(call.request, *object);
     if (call.request.has_header("if-none-match")) {
       const std::string list = call.request.header("if-none-match");
@@ -165,19 +218,18 @@ Response S3Api::get_object(const Call& call, bool head) {
     }
   }
   add_object_headers(r, *object, call.request);
+  add_version_header(r, versioned, object->version_id);
   return r;
 }
 
 Response S3Api::delete_object(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  std::optional<std::vector<Segment>> removed;
-  {
-    std::lock_guard lock(mutex_);
-    metadata_.transaction([&] { removed = metadata_.delete_object(bucket->record.name, call.request.key); });
-  }
-  for (const auto& segment : removed.value_or(std::vector<Segment>{})) bucket->files.remove(segment.file);
+  const Deletion deletion =
+      delete_key(*bucket, call.request.key, call.request.query_value("versionId").value_or(""));
   Response r;
   r.status = 204;
+  if (deletion.delete_marker) r.headers.emplace_back("x-amz-delete-marker", "true");
+  add_version_header(r, deletion.versioned && !deletion.version_id.empty(), deletion.version_id);
   return r;
 }
 
@@ -195,9 +247,11 @@ Response S3Api::copy_object(const Call& call) {
   std::optional<ObjectRecord> object;
   {
     std::lock_guard lock(mutex_);
-    object = metadata_.object(from->record.name, source.key);
+    object = metadata_.object(from->record.name, source.key, source.version_id);
   }
-  if (!object) throw S3Error("NoSuchKey", "the copy source '" + source.key + "' does not exist");
+  if (!object || object->delete_marker) {
+    throw S3Error("NoSuchKey", "the copy source '" + source.key + "' does not exist");
+  }
   const std::string directive = call.request.header("x-amz-metadata-directive");
   const bool replace = directive == "REPLACE";
   if (!directive.empty() && directive != "COPY" && !replace) {
@@ -216,12 +270,15 @@ Response S3Api::copy_object(const Call& call) {
   for (const auto& segment : object->segments) {
     copy.segments.push_back({to->files.copy(from->files, segment.file, segment.length), segment.length});
   }
-  commit_object(*to, copy);
+  const bool versioned = commit_object(*to, copy);
   XmlWriter xml;
   xml.open("CopyObjectResult", kS3Namespace)
       .element("LastModified", iso8601(copy.modified_ns))
       .element("ETag", quoted(copy.etag));
-  return xml_response(xml.finish());
+  Response r = xml_response(xml.finish());
+  add_version_header(r, versioned, copy.version_id);
+  if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
+  return r;
 }
 
 }  // namespace keel::gateway

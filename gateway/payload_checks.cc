@@ -7,6 +7,7 @@
 #include "util/crc.h"
 #include "util/digest.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace keel::gateway {
 
@@ -43,11 +44,6 @@ class Checksummer {
   std::string name_;
   std::variant<Crc, Digest> algorithm_;
 };
-
-std::string lower(std::string s) {
-  for (char& c : s) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-  return s;
-}
 
 Checksummer checksummer_for(const std::string& name) {
   auto checksummer = Checksummer::make(name);
@@ -87,7 +83,7 @@ PayloadChecks::PayloadChecks(const S3Request& request, const Authentication& aut
     state_->checksum = checksummer_for(name.substr(kChecksumPrefix.size()));
     state_->checksum_value = value;
   }
-  const std::string trailer = lower(request.header("x-amz-trailer"));
+  const std::string trailer = ascii_lower(request.header("x-amz-trailer"));
   if (!trailer.empty()) {
     if (!trailer.starts_with(kChecksumPrefix) || trailer.find(',') != std::string::npos) {
       throw S3Error("InvalidRequest", "x-amz-trailer '" + trailer + "': only one x-amz-checksum-* trailer is supported");

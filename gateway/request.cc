@@ -4,6 +4,7 @@
 #include <array>
 
 #include "gateway/s3_error.h"
+#include "util/text.h"
 
 namespace keel::gateway {
 
@@ -21,19 +22,13 @@ std::string host_without_port(std::string_view host) {
   return std::string(host.substr(0, host.rfind(':')));
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; });
-  return out;
-}
-
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 30> kUnsupportedSubresources = {
+constexpr std::array<std::string_view, 28> kUnsupportedSubresources = {
     "accelerate", "acl", "analytics", "attributes", "cors", "encryption", "intelligent-tiering", "inventory",
     "legal-hold", "lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
     "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
-    "tagging", "torrent", "versioning", "versions", "website", "session", "renameObject",
+    "tagging", "torrent", "website", "session", "renameObject",
 };
 
 void refuse_unsupported_subresources(const S3Request& request) {
@@ -135,9 +130,9 @@ S3Request parse_request(std::string method, std::string_view target, NameValues 
     }
   }
 
-  const std::string host = lower(host_without_port(r.host));
+  const std::string host = ascii_lower(host_without_port(r.host));
   for (const auto& domain : domains) {
-    if (host.size() > domain.size() + 1 && host.ends_with("." + lower(domain))) {
+    if (host.size() > domain.size() + 1 && host.ends_with("." + ascii_lower(domain))) {
       r.bucket = host.substr(0, host.size() - domain.size() - 1);
       r.virtual_hosted = true;
       r.key = r.path.substr(1);
@@ -166,10 +161,13 @@ Operation route(const S3Request& r) {
     if (m == "GET") {
       if (r.has_query("location")) return Operation::kGetBucketLocation;
       if (r.has_query("uploads")) return Operation::kListMultipartUploads;
+      if (r.has_query("versioning")) return Operation::kGetBucketVersioning;
+      if (r.has_query("versions")) return Operation::kListObjectVersions;
       refuse_unsupported_subresources(r);
       return r.query_value("list-type") == "2" ? Operation::kListObjectsV2 : Operation::kListObjects;
     }
     if (m == "POST" && r.has_query("delete")) return Operation::kDeleteObjects;
+    if (m == "PUT" && r.has_query("versioning")) return Operation::kPutBucketVersioning;
     refuse_unsupported_subresources(r);
     if (m == "HEAD") return Operation::kHeadBucket;
     if (m == "PUT") return Operation::kCreateBucket;
@@ -199,6 +197,7 @@ bool takes_body(Operation operation) {
     case Operation::kPutObject:
     case Operation::kUploadPart:
     case Operation::kCompleteMultipartUpload:
+    case Operation::kPutBucketVersioning:
       return true;
     default:
       return false;
@@ -206,11 +205,12 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 20> kNames = {
+  static constexpr std::array<std::string_view, 23> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
-      "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts"};
+      "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts", "GetBucketVersioning", "PutBucketVersioning",
+      "ListObjectVersions"};
   return kNames[static_cast<size_t>(operation)];
 }
 

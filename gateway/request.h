@@ -67,6 +67,9 @@ enum class Operation {
   kCompleteMultipartUpload,
   kAbortMultipartUpload,
   kListParts,
+  kGetBucketVersioning,
+  kPutBucketVersioning,
+  kListObjectVersions,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

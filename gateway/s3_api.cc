@@ -86,7 +86,8 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
   std::set<std::string> configured;
   for (const auto& b : config_.buckets) {
     const auto existing = metadata_.bucket(b.name);
-    BucketRecord record{b.name, b.owner, existing ? existing->created_ns : now_ns(), b.path, true};
+    BucketRecord record{b.name, b.owner, existing ? existing->created_ns : now_ns(), b.path, true,
+                        existing ? existing->versioning : ""};
     metadata_.put_bucket(record);
     add_bucket(record, b.grants);
     configured.insert(b.name);
@@ -176,6 +177,9 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kCompleteMultipartUpload: return read_body(complete_upload(call));
     case Operation::kAbortMultipartUpload: return respond(abort_upload(call));
     case Operation::kListParts: return respond(list_parts(call));
+    case Operation::kGetBucketVersioning: return respond(get_versioning(call));
+    case Operation::kPutBucketVersioning: return read_body(put_versioning(call));
+    case Operation::kListObjectVersions: return respond(list_versions(call));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }
@@ -228,7 +232,7 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
       }
       throw S3Error("BucketAlreadyExists", "the bucket '" + name + "' exists and belongs to another user");
     }
-    BucketRecord record{name, user, now_ns(), config_.bucket_root + "/" + name, false};
+    BucketRecord record{name, user, now_ns(), config_.bucket_root + "/" + name, false, ""};
     add_bucket(record, {});
     metadata_.put_bucket(record);
     Response r;
@@ -295,11 +299,11 @@ Response S3Api::list_objects(const Call& call, bool v2) {
   }
 
   const ListingPage page = list_page(
-      [&](const std::string& from, size_t limit) {
+      [&](const ListCursor& from, size_t limit) {
         std::lock_guard lock(mutex_);
-        return metadata_.list_objects(bucket->record.name, prefix, from, limit);
+        return metadata_.list_objects(bucket->record.name, prefix, from.key, limit);
       },
-      prefix, delimiter, after, max_keys);
+      prefix, delimiter, {after}, max_keys);
 
   const auto enc = [&](const std::string& s) { return url ? targets::s3::uri_encode(s, false) : s; };
   XmlWriter xml;
@@ -346,29 +350,33 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
     const auto root = tree.get_child_optional("Delete");
     if (!root) throw S3Error("MalformedXML", "the body is not a <Delete> document");
     const bool quiet = root->get("Quiet", "false") == "true";
-    std::vector<std::string> keys;
+    std::vector<std::pair<std::string, std::string>> keys;  // key, version id
     for (const auto& [name, child] : *root) {
       if (name != "Object") continue;
       const auto key = child.get_optional<std::string>("Key");
       if (!key || key->empty()) throw S3Error("MalformedXML", "an <Object> without a <Key>");
-      keys.push_back(*key);
+      keys.emplace_back(*key, child.get("VersionId", ""));
     }
     if (keys.empty() || keys.size() > kMaxDeleteKeys) {
       throw S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys, not " + std::to_string(keys.size()));
     }
     XmlWriter xml;
     xml.open("DeleteResult", kS3Namespace);
-    for (const auto& key : keys) {
-      std::optional<std::vector<Segment>> removed;
+    for (const auto& [key, version_id] : keys) {
+      Deletion deletion;
       try {
-        std::lock_guard lock(mutex_);
-        metadata_.transaction([&] { removed = metadata_.delete_object(bucket->record.name, key); });
+        deletion = delete_key(*bucket, key, version_id);
       } catch (const Error& e) {
         xml.open("Error").element("Key", key).element("Code", "InternalError").element("Message", e.what()).close();
         continue;
       }
-      for (const auto& segment : removed.value_or(std::vector<Segment>{})) bucket->files.remove(segment.file);
-      if (!quiet) xml.open("Deleted").element("Key", key).close();
+      if (quiet) continue;
+      xml.open("Deleted").element("Key", key);
+      if (!version_id.empty()) xml.element("VersionId", version_id);
+      if (deletion.delete_marker) {
+        xml.element("DeleteMarker", true).element("DeleteMarkerVersionId", deletion.version_id);
+      }
+      xml.close();
     }
     return xml_response(xml.finish());
   });

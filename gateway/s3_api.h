@@ -67,6 +67,11 @@ class S3Api final : public RequestHandler {
   Response list_objects(const Call& call, bool v2);
   std::unique_ptr<RequestBody> delete_objects(const Call& call);
 
+  // Versioning.
+  Response get_versioning(const Call& call);
+  std::unique_ptr<RequestBody> put_versioning(const Call& call);
+  Response list_versions(const Call& call);
+
   // Objects.
   std::unique_ptr<RequestBody> put_object(const Call& call);
   Response get_object(const Call& call, bool head);
@@ -82,8 +87,18 @@ class S3Api final : public RequestHandler {
   Response list_parts(const Call& call);
   Response list_uploads(const Call& call);
 
-  // Commits an object whose files are written; removes what it replaced.
-  void commit_object(Bucket& bucket, const ObjectRecord& object);
+  // Commits an object whose files are written, as a new version or the null
+  // one as the bucket's versioning has it (sets object.version_id); removes
+  // what it replaced. True when the bucket is versioned (then responses name
+  // the version).
+  bool commit_object(Bucket& bucket, ObjectRecord& object);
+  struct Deletion {
+    bool versioned = false;  // the bucket has versioning enabled or suspended
+    std::string version_id;  // the version removed, or the delete marker added
+    bool delete_marker = false;  // a delete marker was added or removed
+  };
+  // DeleteObject of a key (version_id empty) or of one version.
+  Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id);
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
 
   GatewayConfig config_;

@@ -7,6 +7,8 @@
 
 #include "gateway/s3_error.h"
 #include "util/error.h"
+#include "util/id.h"
+#include "util/text.h"
 
 namespace keel::gateway {
 
@@ -14,17 +16,19 @@ namespace {
 
 constexpr size_t kMaxUserMetadata = 2048;
 
-std::string trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  return std::string(s.substr(begin, s.find_last_not_of(" \t") - begin + 1));
-}
-
 }  // namespace
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::string version_id_for(const std::string& versioning) {
+  return versioning == "Enabled" ? Id::random().hex().substr(0, 32) : std::string(kNullVersion);
+}
+
+void add_version_header(Response& response, bool versioned, const std::string& version_id) {
+  if (versioned) response.headers.emplace_back("x-amz-version-id", version_id);
 }
 
 boost::property_tree::ptree parse_xml(const std::string& body) {
@@ -81,23 +85,23 @@ std::string decode_continuation_token(const std::string& token) {
 }
 
 ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
-                      const std::string& after, size_t max_keys) {
+                      const ListCursor& after, size_t max_keys) {
   constexpr size_t kBatch = 1000;
   ListingPage page;
   size_t entries = 0;
-  std::string cursor = after;
+  ListCursor cursor = after;
   while (true) {
     const auto batch = fetch(cursor, kBatch);
     bool skipped_ahead = false;
     for (const auto& object : batch) {
-      cursor = object.key;
+      cursor = {object.key, object.version_id};
       std::optional<std::string> rolled_up;
       if (!delimiter.empty()) {
         const size_t at = object.key.find(delimiter, prefix.size());
         if (at != std::string::npos) rolled_up = object.key.substr(0, at + delimiter.size());
       }
       // A common prefix that the marker is in (or is) went out on an earlier page.
-      const bool already_listed = rolled_up && after.starts_with(*rolled_up);
+      const bool already_listed = rolled_up && after.key.starts_with(*rolled_up);
       if (!already_listed) {
         if (entries == max_keys) {
           page.truncated = true;
@@ -107,15 +111,17 @@ ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, cons
         if (rolled_up) {
           page.common_prefixes.push_back(*rolled_up);
           page.last = *rolled_up;
+          page.last_version_id.clear();
         } else {
           page.objects.push_back(object);
           page.last = object.key;
+          page.last_version_id = object.version_id;
         }
       }
       if (rolled_up) {
         // Keys are UTF-8, which never holds the byte 0xff: this skips the
         // rest of the common prefix in one step.
-        cursor = *rolled_up + "\xff";
+        cursor = {*rolled_up + "\xff", ""};
         skipped_ahead = true;
         break;
       }
@@ -125,12 +131,12 @@ ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, cons
 }
 
 std::optional<ByteRange> parse_range(const std::string& header, uint64_t size) {
-  const std::string text = trim(header);
+  const std::string text = std::string(trim_blanks(header));
   if (!text.starts_with("bytes=") || text.find(',') != std::string::npos) return std::nullopt;
   const std::string spec = text.substr(6);
   const size_t dash = spec.find('-');
   if (dash == std::string::npos) return std::nullopt;
-  const std::string first_text = trim(spec.substr(0, dash)), last_text = trim(spec.substr(dash + 1));
+  const std::string first_text = std::string(trim_blanks(spec.substr(0, dash))), last_text = std::string(trim_blanks(spec.substr(dash + 1)));
   const auto number = [](const std::string& s) -> std::optional<uint64_t> {
     if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
     return std::stoull(s);
@@ -160,8 +166,10 @@ std::optional<ByteRange> parse_range(const std::string& header, uint64_t size) {
 
 CopySource parse_copy_source(const std::string& header) {
   std::string text = percent_decode(header);
+  std::string version_id;
   if (const size_t q = text.find("?versionId="); q != std::string::npos) {
-    if (text.substr(q + 11) != "null") throw S3Error("NotImplemented", "copying a version other than the current one");
+    version_id = text.substr(q + 11);
+    if (version_id.empty()) throw S3Error("InvalidArgument", "x-amz-copy-source has an empty versionId");
     text.resize(q);
   }
   if (text.starts_with("/")) text.erase(0, 1);
@@ -169,7 +177,7 @@ CopySource parse_copy_source(const std::string& header) {
   if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) {
     throw S3Error("InvalidArgument", "x-amz-copy-source '" + header + "' is not bucket/key");
   }
-  return {text.substr(0, slash), text.substr(slash + 1)};
+  return {text.substr(0, slash), text.substr(slash + 1), version_id};
 }
 
 NameValues stored_headers(const S3Request& request) {
@@ -189,7 +197,7 @@ NameValues stored_headers(const S3Request& request) {
       std::string_view rest = value;
       while (!rest.empty()) {
         const size_t comma = rest.find(',');
-        const std::string token = trim(rest.substr(0, comma));
+        const std::string token = std::string(trim_blanks(rest.substr(0, comma)));
         if (!token.empty() && token != "aws-chunked") kept += (kept.empty() ? "" : ",") + token;
         if (comma == std::string_view::npos) break;
         rest = rest.substr(comma + 1);

@@ -21,6 +21,12 @@ inline constexpr std::string_view kS3Namespace = "http://s3.amazonaws.com/doc/20
 
 int64_t now_ns();  // the wall clock, for modification times
 
+// The version id a write gets in a bucket with this versioning status: a new
+// unique one when "Enabled", else the null version.
+std::string version_id_for(const std::string& versioning);
+// x-amz-version-id, when the bucket is versioned.
+void add_version_header(Response& response, bool versioned, const std::string& version_id);
+
 // A request's XML body; throws S3Error MalformedXML.
 boost::property_tree::ptree parse_xml(const std::string& body);
 
@@ -38,18 +44,26 @@ bool parse_encoding_type(const S3Request& request);
 std::string encode_continuation_token(const std::string& last);
 std::string decode_continuation_token(const std::string& token);
 
+// A position in a listing: after this key, or (listing versions) after this
+// version of it when version_id is not empty.
+struct ListCursor {
+  std::string key;
+  std::string version_id;
+};
+
 struct ListingPage {
   std::vector<ObjectRecord> objects;
   std::vector<std::string> common_prefixes;
   bool truncated = false;
   std::string last;  // the last key or common prefix on the page
+  std::string last_version_id;  // the last entry's version id ("" for a common prefix)
 };
-// fetch(after, limit): objects under the prefix with keys > after, in order.
-using FetchObjects = std::function<std::vector<ObjectRecord>(const std::string& after, size_t limit)>;
-// One page of a listing: keys and common prefixes (rolled up at the first
+// fetch(after, limit): objects (or versions) under the prefix after the cursor, in order.
+using FetchObjects = std::function<std::vector<ObjectRecord>(const ListCursor& after, size_t limit)>;
+// One page of a listing: objects and common prefixes (rolled up at the first
 // delimiter after the prefix) after `after`, max_keys entries in all.
 ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
-                      const std::string& after, size_t max_keys);
+                      const ListCursor& after, size_t max_keys);
 
 struct ByteRange {
   uint64_t first = 0;
@@ -64,9 +78,10 @@ std::optional<ByteRange> parse_range(const std::string& header, uint64_t size);
 struct CopySource {
   std::string bucket;
   std::string key;
+  std::string version_id;  // empty: the current version
 };
-// x-amz-copy-source: "[/]bucket/key", URL-encoded, optionally "?versionId=null".
-// Throws S3Error InvalidArgument, NotImplemented (another version).
+// x-amz-copy-source: "[/]bucket/key", URL-encoded, optionally "?versionId=ID".
+// Throws S3Error InvalidArgument.
 CopySource parse_copy_source(const std::string& header);
 
 // The headers an object keeps from its upload: Content-Type and the other

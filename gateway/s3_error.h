@@ -21,6 +21,8 @@ class S3Error : public std::runtime_error {
   // Further elements of the error document (SignatureDoesNotMatch carries
   // the string to sign, so a client's author can see what differed).
   std::vector<std::pair<std::string, std::string>> details;
+  // Headers the error response carries (x-amz-delete-marker on a deleted key).
+  std::vector<std::pair<std::string, std::string>> headers;
 
  private:
   std::string code_;

@@ -7,6 +7,7 @@
 #include "gateway/s3_error.h"
 #include "targets/s3/sigv4.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace keel::gateway {
 
@@ -42,12 +43,6 @@ std::vector<std::string> split(std::string_view text, char separator) {
   }
 }
 
-std::string trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  return std::string(s.substr(begin, s.find_last_not_of(" \t") - begin + 1));
-}
-
 Credential parse_credential(const std::string& text, std::string_view error_code) {
   const auto parts = split(text, '/');
   if (parts.size() != 5 || parts[0].empty() || parts[1].size() != 8 || parts[2].empty() ||
@@ -78,7 +73,7 @@ Claim header_claim(const S3Request& request, const std::string& authorization) {
   Claim claim;
   std::string credential, signed_headers;
   for (const auto& component : split(std::string_view(authorization).substr(prefix.size()), ',')) {
-    const std::string item = trim(component);
+    const std::string item = std::string(trim_blanks(component));
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (name == "Credential") credential = value;

@@ -72,3 +72,25 @@ class Gateway:
                 self.process.kill()
                 self.process.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def boto3_client(gateway, scheme, user="alice", secret=None, access=None):
+    """A boto3 S3 client for the gateway: path-style, SigV4 (presigned URLs too), no retries."""
+    import boto3
+    from botocore.config import Config
+    a, s = USERS[user]
+    return boto3.client("s3", endpoint_url=gateway.urls[scheme], aws_access_key_id=access or a,
+                        aws_secret_access_key=secret or s, region_name="us-east-1",
+                        verify=gateway.cert if scheme == "https" else None,
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                                      signature_version="s3v4"))
+
+
+def error_of(fn):
+    """The botocore ClientError response that fn() raises; AssertionError when it succeeds."""
+    from botocore.exceptions import ClientError
+    try:
+        fn()
+    except ClientError as e:
+        return e.response
+    raise AssertionError("the call succeeded; an S3 error was expected")

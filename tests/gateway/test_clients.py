@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 import ssl
 
-from gateway_harness import USERS, Gateway, client
+from gateway_harness import USERS, Gateway, boto3_client, client, error_of
 
 GATEWAY = None
 
@@ -173,20 +173,10 @@ class ClientTest(unittest.TestCase):
 
     # --- boto3 --------------------------------------------------------------------
     def s3(self, user="alice", secret=None, access=None):
-        import boto3
-        from botocore.config import Config
-        a, s = USERS[user]
-        return boto3.client("s3", endpoint_url=self.url, aws_access_key_id=access or a,
-                            aws_secret_access_key=secret or s, region_name="us-east-1",
-                            verify=GATEWAY.cert if self.scheme == "https" else None,
-                            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
-                                          signature_version="s3v4"))  # presigned URLs too
+        return boto3_client(GATEWAY, self.scheme, user, secret, access)
 
     def error_code(self, fn):
-        from botocore.exceptions import ClientError
-        with self.assertRaises(ClientError) as raised:
-            fn()
-        return raised.exception.response["Error"]["Code"]
+        return error_of(fn)["Error"]["Code"]
 
     def test_boto3_objects_listing_and_presigned_urls(self):
         s3 = self.s3()

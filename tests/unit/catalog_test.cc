@@ -15,8 +15,8 @@
 
 #include "catalog/catalog.h"
 #include "catalog/sqlite.h"
+#include "tests/unit/temp_dir.h"
 #include "util/error.h"
-#include "test_support.h"
 
 using namespace keel;
 using namespace keel::catalog;
@@ -25,7 +25,7 @@ namespace {
 
 constexpr int kLatestSchema = 4;
 
-using test::TempDir;
+using keel::test::TempDir;
 
 PackRecord make_pack(int64_t created = 1700000000) {
   PackRecord p;

@@ -4,12 +4,15 @@
 
 #include "gateway/aws_chunked.h"
 #include "gateway/config.h"
+#include "gateway/metadata.h"
 #include "gateway/payload_checks.h"
 #include "gateway/request.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
 #include "gateway/sigv4_verify.h"
+#include "catalog/sqlite.h"
 #include "targets/s3/sigv4.h"
+#include "tests/unit/temp_dir.h"
 #include "util/bytes.h"
 #include "util/crc.h"
 #include "util/error.h"
@@ -276,10 +279,10 @@ TEST_CASE("ranges: closed, open, suffix, unsatisfiable and ignored", "[gateway]"
 
 TEST_CASE("listing pages: prefixes, delimiters and markers", "[gateway]") {
   const std::vector<std::string> keys = {"a/1", "a/2", "b", "c/x/1", "c/y", "d"};
-  const FetchObjects fetch = [&](const std::string& after, size_t limit) {
+  const FetchObjects fetch = [&](const ListCursor& after, size_t limit) {
     std::vector<ObjectRecord> out;
     for (const auto& key : keys) {
-      if (key > after && out.size() < limit) out.push_back(ObjectRecord{"bucket", key});
+      if (key > after.key && out.size() < limit) out.push_back(ObjectRecord{"bucket", key});
     }
     return out;
   };
@@ -289,11 +292,11 @@ TEST_CASE("listing pages: prefixes, delimiters and markers", "[gateway]") {
     for (const auto& p : page.common_prefixes) out += "[" + p + "] ";
     return out + (page.truncated ? "more:" + page.last : "end");
   };
-  CHECK(names(list_page(fetch, "", "/", "", 1000)) == "b d [a/] [c/] end");
-  CHECK(names(list_page(fetch, "", "/", "", 2)) == "b [a/] more:b");
-  CHECK(names(list_page(fetch, "", "/", "b", 2)) == "d [c/] end");
-  CHECK(names(list_page(fetch, "", "/", "a/", 10)) == "b d [c/] end");
-  CHECK(names(list_page(fetch, "", "", "", 3)) == "a/1 a/2 b more:b");
+  CHECK(names(list_page(fetch, "", "/", {""}, 1000)) == "b d [a/] [c/] end");
+  CHECK(names(list_page(fetch, "", "/", {""}, 2)) == "b [a/] more:b");
+  CHECK(names(list_page(fetch, "", "/", {"b"}, 2)) == "d [c/] end");
+  CHECK(names(list_page(fetch, "", "/", {"a/"}, 10)) == "b d [c/] end");
+  CHECK(names(list_page(fetch, "", "", {""}, 3)) == "a/1 a/2 b more:b");
   CHECK(decode_continuation_token(encode_continuation_token("c/\xe2\x82\xac")) == "c/\xe2\x82\xac");
 }
 
@@ -329,4 +332,76 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
   CHECK_THAT(fails(server + "color = blue\n"), Catch::Contains("color"));
   CHECK_THAT(fails("[server]\nlisten = 127.0.0.1:1\ntls_listen = 127.0.0.1:2\nstate_dir = /s\n"),
              Catch::Contains("tls_certificate"));
+}
+
+TEST_CASE("gateway metadata: versions, delete markers and listings", "[gateway]") {
+  keel::test::TempDir dir("keel-gateway-test");
+  MetadataStore store(dir.file("gateway.db"));
+  store.put_bucket({"b", "alice", 1, dir.file("b"), false, "Enabled"});
+  const auto put = [&](const std::string& key, const std::string& version, bool marker = false) {
+    ObjectRecord o{"b", key, version, marker};
+    o.segments = {{"data/" + key + version, 1}};
+    return store.put_object(o);
+  };
+  put("k", "null");
+  put("k", "v1");
+  put("k", "v2");
+  put("j", "v3");
+  CHECK(store.object("b", "k")->version_id == "v2");
+  CHECK(store.object("b", "k", "v1")->segments.at(0).file == "data/kv1");
+  put("k", "m1", true);
+  CHECK(store.object("b", "k")->delete_marker);
+  const auto names = [](const std::vector<ObjectRecord>& list) {
+    std::string out;
+    for (const auto& o : list) out += o.key + ":" + o.version_id + (o.latest ? "*" : "") + " ";
+    return out;
+  };
+  CHECK(names(store.list_objects("b", "", "", 10)) == "j:v3* ");
+  CHECK(names(store.list_versions("b", "", "", "", 10)) == "j:v3* k:m1* k:v2 k:v1 k:null ");
+  CHECK(names(store.list_versions("b", "", "k", "v2", 10)) == "k:v1 k:null ");
+  CHECK(names(store.list_versions("b", "k", "j", "", 2)) == "k:m1* k:v2 ");
+  // Replacing the null version moves it to the front; removing the marker
+  // makes the newest version current again.
+  CHECK(put("k", "null").at(0).file == "data/knull");
+  CHECK(store.object("b", "k")->version_id == "null");
+  REQUIRE(store.delete_version("b", "k", "null"));
+  REQUIRE(store.delete_version("b", "k", "m1")->delete_marker);
+  CHECK(store.object("b", "k")->version_id == "v2");
+  CHECK_FALSE(store.delete_version("b", "k", "m1"));
+}
+
+TEST_CASE("gateway metadata: migration 2 keeps objects as null versions", "[gateway]") {
+  keel::test::TempDir dir("keel-gateway-test");
+  {
+    catalog::Database db(dir.file("gateway.db"));
+    db.exec("CREATE TABLE buckets(name TEXT PRIMARY KEY, owner TEXT NOT NULL, created_ns INTEGER NOT NULL,"
+            " path TEXT NOT NULL, configured INTEGER NOT NULL) WITHOUT ROWID");
+    db.exec("CREATE TABLE objects(object_no INTEGER PRIMARY KEY, bucket TEXT NOT NULL, key TEXT NOT NULL,"
+            " size INTEGER NOT NULL, etag TEXT NOT NULL, modified_ns INTEGER NOT NULL, headers BLOB NOT NULL,"
+            " checksum_algorithm TEXT NOT NULL, checksum TEXT NOT NULL, UNIQUE(bucket, key))");
+    db.exec("CREATE TABLE segments(object_no INTEGER NOT NULL REFERENCES objects(object_no) ON DELETE CASCADE,"
+            " seq INTEGER NOT NULL, file TEXT NOT NULL, length INTEGER NOT NULL, PRIMARY KEY(object_no, seq))"
+            " WITHOUT ROWID");
+    db.exec("CREATE TABLE uploads(upload_id TEXT PRIMARY KEY, bucket TEXT NOT NULL, key TEXT NOT NULL,"
+            " initiator TEXT NOT NULL, initiated_ns INTEGER NOT NULL, headers BLOB NOT NULL,"
+            " checksum_algorithm TEXT NOT NULL) WITHOUT ROWID");
+    db.exec("CREATE TABLE parts(upload_id TEXT NOT NULL, part_no INTEGER NOT NULL, size INTEGER NOT NULL,"
+            " etag TEXT NOT NULL, modified_ns INTEGER NOT NULL, file TEXT NOT NULL, PRIMARY KEY(upload_id, part_no))"
+            " WITHOUT ROWID");
+    db.exec("INSERT INTO buckets VALUES('b', 'alice', 1, '/x', 0)");
+    db.exec("INSERT INTO objects VALUES(7, 'b', 'k', 3, 'e', 1, x'00', '', '')");
+    db.exec("INSERT INTO segments VALUES(7, 0, 'data/aa/f1', 2), (7, 1, 'data/aa/f2', 1)");
+    db.exec("PRAGMA user_version = 1");
+  }
+  MetadataStore store(dir.file("gateway.db"));
+  const auto object = store.object("b", "k");
+  REQUIRE(object);
+  CHECK(object->version_id == "null");
+  CHECK(object->segments.size() == 2);
+  CHECK(store.bucket("b")->versioning.empty());
+  store.set_versioning("b", "Enabled");
+  CHECK(store.bucket("b")->versioning == "Enabled");
+  // Segments still follow their object.
+  REQUIRE(store.delete_version("b", "k", "null"));
+  CHECK(store.referenced_files("b").empty());
 }

@@ -1,4 +1,4 @@
-// Helpers the unit tests share: scratch directories and UTC times.
+// Helpers the unit tests share: scratch directories (temp_dir.h) and UTC times.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,19 +9,9 @@
 #include <filesystem>
 #include <string>
 
-#include "util/id.h"
+#include "tests/unit/temp_dir.h"
 
 namespace keel::test {
-
-// A fresh directory under the system temp dir, removed with everything in it.
-struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / ("keel-test-" + Id::random().short_hex());
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 // "2024-03-31T01:00" or "2024-03-31T01:00:30", in UTC.
 inline std::chrono::system_clock::time_point utc(const char* text) {

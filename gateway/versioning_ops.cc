@@ -1,0 +1,93 @@
+// The versioning operations of S3Api: the bucket's versioning status and the
+// listing of all versions and delete markers.
+#include "gateway/s3_api.h"
+#include "gateway/s3_api_util.h"
+#include "targets/s3/sigv4.h"
+#include "util/xml.h"
+
+namespace keel::gateway {
+
+Response S3Api::get_versioning(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kRead);
+  std::string status;
+  {
+    std::lock_guard lock(mutex_);
+    status = bucket->record.versioning;
+  }
+  XmlWriter xml;
+  xml.open("VersioningConfiguration", kS3Namespace);
+  if (!status.empty()) xml.element("Status", status);  // never enabled: no Status, as S3 has it
+  return xml_response(xml.finish());
+}
+
+std::unique_ptr<RequestBody> S3Api::put_versioning(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  return small_body(call, [this, bucket](const std::string& body) {
+    const auto tree = parse_xml(body);
+    const auto root = tree.get_child_optional("VersioningConfiguration");
+    if (!root) throw S3Error("MalformedXML", "the body is not a <VersioningConfiguration> document");
+    const std::string status = root->get("Status", "");
+    if (status != "Enabled" && status != "Suspended") {
+      throw S3Error("MalformedXML", "<Status> must be Enabled or Suspended, not '" + status + "'");
+    }
+    if (root->get("MfaDelete", "Disabled") == "Enabled") {
+      throw S3Error("NotImplemented", "the gateway does not implement MFA delete");
+    }
+    std::lock_guard lock(mutex_);
+    metadata_.set_versioning(bucket->record.name, status);
+    bucket->record.versioning = status;
+    return Response{};
+  });
+}
+
+Response S3Api::list_versions(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kRead);
+  const S3Request& r = call.request;
+  const std::string prefix = r.query_value("prefix").value_or("");
+  const std::string delimiter = r.query_value("delimiter").value_or("");
+  const bool url = parse_encoding_type(r);
+  const size_t max_keys = parse_max(r, "max-keys", 1000);
+  const ListCursor after{r.query_value("key-marker").value_or(""), r.query_value("version-id-marker").value_or("")};
+  if (!after.version_id.empty() && after.key.empty()) {
+    throw S3Error("InvalidArgument", "version-id-marker needs a key-marker");
+  }
+
+  const ListingPage page = list_page(
+      [&](const ListCursor& from, size_t limit) {
+        std::lock_guard lock(mutex_);
+        return metadata_.list_versions(bucket->record.name, prefix, from.key, from.version_id, limit);
+      },
+      prefix, delimiter, after, max_keys);
+
+  const auto enc = [&](const std::string& s) { return url ? targets::s3::uri_encode(s, false) : s; };
+  XmlWriter xml;
+  xml.open("ListVersionsResult", kS3Namespace);
+  xml.element("Name", bucket->record.name)
+      .element("Prefix", enc(prefix))
+      .element("KeyMarker", enc(after.key))
+      .element("VersionIdMarker", after.version_id)
+      .element("MaxKeys", static_cast<uint64_t>(max_keys));
+  if (!delimiter.empty()) xml.element("Delimiter", enc(delimiter));
+  if (url) xml.element("EncodingType", "url");
+  xml.element("IsTruncated", page.truncated);
+  if (page.truncated) {
+    xml.element("NextKeyMarker", enc(page.last));
+    if (!page.last_version_id.empty()) xml.element("NextVersionIdMarker", page.last_version_id);
+  }
+  for (const auto& o : page.objects) {
+    xml.open(o.delete_marker ? "DeleteMarker" : "Version")
+        .element("Key", enc(o.key))
+        .element("VersionId", o.version_id)
+        .element("IsLatest", o.latest)
+        .element("LastModified", iso8601(o.modified_ns));
+    if (!o.delete_marker) {
+      xml.element("ETag", quoted(o.etag)).element("Size", o.size).element("StorageClass", "STANDARD");
+    }
+    xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+    xml.close();
+  }
+  for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", enc(p)).close();
+  return xml_response(xml.finish());
+}
+
+}  // namespace keel::gateway

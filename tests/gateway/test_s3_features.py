@@ -1,0 +1,141 @@
+"""boto3 against `keel gateway` (Debian's python3-boto3), over HTTP and over
+TLS: versioning, delete markers and versioned reads and deletes."""
+import hashlib
+import os
+import unittest
+
+from gateway_harness import Gateway, boto3_client, error_of
+
+GATEWAY = None
+
+
+def setUpModule():
+    global GATEWAY
+    GATEWAY = Gateway()
+
+
+def tearDownModule():
+    GATEWAY.stop()
+
+
+class FeatureTest(unittest.TestCase):
+    scheme = "http"
+    bucket_counter = 0
+
+    def setUp(self):
+        self.s3 = boto3_client(GATEWAY, self.scheme)
+
+    def new_bucket(self, name, **create):
+        FeatureTest.bucket_counter += 1
+        bucket = f"{name}-{self.scheme}-{FeatureTest.bucket_counter}"
+        self.s3.create_bucket(Bucket=bucket, **create)
+        return bucket
+
+    def test_versioning(self):
+        s3 = self.s3
+        bucket = self.new_bucket("versions")
+        self.assertNotIn("Status", s3.get_bucket_versioning(Bucket=bucket))
+        s3.put_object(Bucket=bucket, Key="doc", Body=b"before versioning")
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        self.assertEqual(s3.get_bucket_versioning(Bucket=bucket)["Status"], "Enabled")
+
+        bodies = [os.urandom(1000 + i) for i in range(3)]
+        ids = []
+        for body in bodies:
+            put = s3.put_object(Bucket=bucket, Key="doc", Body=body)
+            self.assertEqual(put["ETag"], '"' + hashlib.md5(body).hexdigest() + '"')
+            ids.append(put["VersionId"])
+        self.assertEqual(len(set(ids)), 3)
+        s3.put_object(Bucket=bucket, Key="dir/other", Body=b"x")
+
+        listing = s3.list_object_versions(Bucket=bucket, Prefix="doc")
+        versions = listing["Versions"]
+        self.assertEqual([v["VersionId"] for v in versions], list(reversed(ids)) + ["null"])
+        self.assertEqual([v["IsLatest"] for v in versions], [True, False, False, False])
+        self.assertEqual(versions[0]["Size"], len(bodies[2]))
+
+        for version_id, body in zip(ids, bodies):
+            got = s3.get_object(Bucket=bucket, Key="doc", VersionId=version_id)
+            self.assertEqual(got["Body"].read(), body)
+            self.assertEqual(got["VersionId"], version_id)
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="doc", VersionId="null")["Body"].read(), b"before versioning")
+        self.assertEqual(s3.head_object(Bucket=bucket, Key="doc", VersionId=ids[0])["ContentLength"], len(bodies[0]))
+        self.assertEqual(error_of(lambda: s3.get_object(Bucket=bucket, Key="doc", VersionId="f" * 32))["Error"]["Code"],
+                         "NoSuchVersion")
+
+        # Pages of one version each, continued from the key and version markers.
+        seen, markers = [], {}
+        while True:
+            page = s3.list_object_versions(Bucket=bucket, MaxKeys=1, **markers)
+            seen += [(v["Key"], v["VersionId"]) for v in page.get("Versions", [])]
+            if not page["IsTruncated"]:
+                break
+            markers = {"KeyMarker": page["NextKeyMarker"], "VersionIdMarker": page["NextVersionIdMarker"]}
+        self.assertEqual(seen, [("dir/other", seen[0][1])] + [("doc", v) for v in reversed(ids)] + [("doc", "null")])
+        rolled = s3.list_object_versions(Bucket=bucket, Delimiter="/")
+        self.assertEqual([p["Prefix"] for p in rolled["CommonPrefixes"]], ["dir/"])
+        self.assertEqual(len(rolled["Versions"]), 4)
+
+        # A delete without a version adds a delete marker; the versions stay.
+        deleted = s3.delete_object(Bucket=bucket, Key="doc")
+        self.assertTrue(deleted["DeleteMarker"])
+        marker_id = deleted["VersionId"]
+        missing = error_of(lambda: s3.get_object(Bucket=bucket, Key="doc"))
+        self.assertEqual(missing["Error"]["Code"], "NoSuchKey")
+        self.assertEqual(missing["ResponseMetadata"]["HTTPHeaders"]["x-amz-delete-marker"], "true")
+        self.assertEqual(error_of(lambda: s3.head_object(Bucket=bucket, Key="doc"))["ResponseMetadata"]["HTTPStatusCode"],
+                         404)
+        self.assertEqual([o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]], ["dir/other"])
+        listing = s3.list_object_versions(Bucket=bucket, Prefix="doc")
+        self.assertEqual([(m["VersionId"], m["IsLatest"]) for m in listing["DeleteMarkers"]], [(marker_id, True)])
+        self.assertEqual(len(listing["Versions"]), 4)
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="doc", VersionId=ids[1])["Body"].read(), bodies[1])
+
+        # Removing the marker brings the newest version back; removing a version deletes it.
+        self.assertTrue(s3.delete_object(Bucket=bucket, Key="doc", VersionId=marker_id)["DeleteMarker"])
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="doc")["Body"].read(), bodies[2])
+        s3.delete_object(Bucket=bucket, Key="doc", VersionId=ids[2])
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="doc")["Body"].read(), bodies[1])
+        self.assertEqual(error_of(lambda: s3.get_object(Bucket=bucket, Key="doc", VersionId=ids[2]))["Error"]["Code"],
+                         "NoSuchVersion")
+
+        # Copy from an old version; DeleteObjects by version and with markers.
+        copy = s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "doc", "VersionId": ids[0]})
+        self.assertEqual(copy["CopySourceVersionId"], ids[0])
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="copy")["Body"].read(), bodies[0])
+        result = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "copy"}, {"Key": "doc", "VersionId": ids[0]}]})
+        by_key = {d["Key"]: d for d in result["Deleted"]}
+        self.assertTrue(by_key["copy"]["DeleteMarker"])
+        self.assertEqual(by_key["doc"]["VersionId"], ids[0])
+        left = s3.list_object_versions(Bucket=bucket, Prefix="doc")["Versions"]
+        self.assertEqual([v["VersionId"] for v in left], [ids[1], "null"])
+
+        # Suspended: writes and deletes replace the null version.
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"})
+        put = s3.put_object(Bucket=bucket, Key="doc", Body=b"suspended")
+        self.assertEqual(put["VersionId"], "null")
+        left = s3.list_object_versions(Bucket=bucket, Prefix="doc")["Versions"]
+        self.assertEqual([(v["VersionId"], v["IsLatest"]) for v in left], [("null", True), (ids[1], False)])
+        self.assertEqual(s3.delete_object(Bucket=bucket, Key="doc")["VersionId"], "null")
+        listing = s3.list_object_versions(Bucket=bucket, Prefix="doc")
+        self.assertEqual([v["VersionId"] for v in listing["Versions"]], [ids[1]])
+        self.assertEqual([m["VersionId"] for m in listing["DeleteMarkers"]], ["null"])
+
+    def test_versioned_multipart(self):
+        s3 = self.s3
+        bucket = self.new_bucket("mpversions")
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        upload = s3.create_multipart_upload(Bucket=bucket, Key="big")["UploadId"]
+        part = s3.upload_part(Bucket=bucket, Key="big", UploadId=upload, PartNumber=1, Body=b"p" * 1000)
+        done = s3.complete_multipart_upload(Bucket=bucket, Key="big", UploadId=upload,
+                                            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+        self.assertEqual(s3.head_object(Bucket=bucket, Key="big")["VersionId"], done["VersionId"])
+        self.assertNotEqual(done["VersionId"], "null")
+
+
+class TlsFeatureTest(FeatureTest):
+    scheme = "https"
+
+
+if __name__ == "__main__":
+    unittest.main()

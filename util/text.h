@@ -1,0 +1,14 @@
+// Small ASCII text helpers for protocol parsing (HTTP, S3, SigV4).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace keel {
+
+// A-Z become a-z; every other byte stays.
+std::string ascii_lower(std::string_view text);
+// Without leading and trailing spaces and tabs.
+std::string_view trim_blanks(std::string_view text);
+
+}  // namespace keel
