@@ -13,6 +13,9 @@ PACKAGES=(
   restic borgbackup
   # a real S3 server for the S3 tests: Ceph's RADOS Gateway (tests/s3/rgw.sh)
   radosgw ceph-mon ceph-osd ceph-common awscli openssl
+  # RDMA data plane (rdma-core) and its Soft-RoCE VM harness (tests/rdma/run-in-vm.sh)
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
+  qemu-system-x86 busybox-static kmod cpio iproute2
 )
 
 missing=()
