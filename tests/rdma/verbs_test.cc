@@ -1,5 +1,6 @@
 // The verbs RC provider on a real RDMA device (Soft-RoCE inside the VM that
-// tests/rdma/run-in-vm.sh boots). Exits 77 (skipped) where there is no device.
+// tests/rdma/run-in-vm.sh boots). Exits 77 (skipped) where there is no device,
+// except inside that VM ($KEEL_IN_RXE_VM), where it fails.
 // `keel_rdma_vm_tests --serve HOST PORT` is the server process the
 // reconnect test starts and kills: it accepts one session and runs
 // "write SEED TOKEN" / "read TOKEN" lines from stdin, answering on stdout.
@@ -249,8 +250,10 @@ int main(int argc, char** argv) {
     }
   }
   if (auto reason = rdma_unavailable_reason()) {
-    std::cout << "SKIP: RDMA disabled: " << *reason << "\n";
-    return 77;
+    // Inside the harness's VM a missing device is a failure, not a skip.
+    const bool required = std::getenv("KEEL_IN_RXE_VM") != nullptr;
+    std::cout << (required ? "FAIL" : "SKIP") << ": RDMA disabled: " << *reason << "\n";
+    return required ? 1 : 77;
   }
   const char* host = std::getenv("KEEL_RDMA_TEST_IP");
   if (!host) host = std::getenv("RXE_IP");
