@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "targets/rdma/availability.h"
@@ -154,7 +155,8 @@ class VerbsServerSession : public ServerSession {
     const char* what = opcode == IBV_WR_RDMA_READ ? "RDMA READ" : "RDMA WRITE";
     if (&local.pool() != &registered_->pool)
       throw Error(ErrorKind::kUsage, std::string(what) + ": the local slot is not from the server's registered pool");
-    guard_.admit(token, local.data().size());
+    // An sge carries at most 4 GiB - 1; slots are far smaller in practice.
+    guard_.admit(token, std::min<uint64_t>(local.data().size(), std::numeric_limits<uint32_t>::max()));
     std::lock_guard lock(mu_);  // one operation at a time per session
     if (broken_) throw Error(ErrorKind::kTargetIo, "RDMA: session " + std::to_string(session_) + " is broken");
     ibv_sge sge{local.address(), static_cast<uint32_t>(token.length), registered_->pool.lkey()};
@@ -208,6 +210,7 @@ class VerbsListener : public Listener {
 
   std::unique_ptr<ServerSession> accept() override {
     auto request = channel_.expect(RDMA_CM_EVENT_CONNECT_REQUEST, options_.timeout, "waiting for a client");
+    auto channel = std::make_unique<CmChannel>();  // declared first: outlives the id moved onto it
     auto connection = std::make_unique<Connection>(request.id);
     auto client = decode_hello(request.private_data);
     // The event states depths from our side: initiator_depth is how many
@@ -217,7 +220,6 @@ class VerbsListener : public Listener {
       throw Error(ErrorKind::kTargetIo, client ? "RDMA: rejected a client that accepts no RDMA READs"
                                                : "RDMA: rejected a connect request without a keel-rc-1 hello");
     }
-    auto channel = std::make_unique<CmChannel>();
     if (rdma_migrate_id(request.id, channel->get()) != 0) throw_errno("RDMA: rdma_migrate_id", errno);
     connection->create_qp(registered_->pd.get());
 
