@@ -17,6 +17,9 @@ PACKAGES=(
   s3cmd rclone python3-boto3
   # fuzz targets (cmake -DKEEL_FUZZ=ON): clang with libFuzzer
   clang libclang-rt-14-dev
+  # RDMA data plane (rdma-core) and its Soft-RoCE VM harness (tests/rdma/run-in-vm.sh)
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
+  qemu-system-x86 busybox-static kmod cpio iproute2
 )
 
 missing=()
