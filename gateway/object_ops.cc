@@ -1,6 +1,7 @@
 // The object operations of S3Api: put, get (ranges), head, delete, copy.
 #include <chrono>
 
+#include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
@@ -70,6 +71,11 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
   if (!o.checksum_algorithm.empty() && request.header("x-amz-checksum-mode") == "ENABLED") {
     r.headers.emplace_back("x-amz-checksum-" + o.checksum_algorithm, o.checksum);
   }
+  if (!o.lock.mode.empty()) {
+    r.headers.emplace_back("x-amz-object-lock-mode", o.lock.mode);
+    r.headers.emplace_back("x-amz-object-lock-retain-until-date", iso8601(o.lock.retain_until_ns));
+  }
+  if (o.lock.legal_hold) r.headers.emplace_back("x-amz-object-lock-legal-hold", "ON");
 }
 
 // If-Match and If-None-Match against the object's ETag.
@@ -101,7 +107,13 @@ bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object) {
   return versioned;
 }
 
-S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id) {
+ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket) {
+  std::lock_guard lock(mutex_);
+  return lock_for_new_version(call.request, bucket.record, now_ns());
+}
+
+S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id,
+                                  bool bypass_governance) {
   Deletion deletion;
   std::vector<Segment> unused;
   {
@@ -110,6 +122,10 @@ S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const 
     deletion.versioned = !versioning.empty();
     metadata_.transaction([&] {
       if (!version_id.empty() || versioning.empty()) {
+        const std::string& target = version_id.empty() ? std::string(kNullVersion) : version_id;
+        if (const auto existing = metadata_.object(bucket.record.name, key, target)) {
+          check_deletable(existing->lock, bypass_governance, now_ns());
+        }
         const auto removed = metadata_.delete_version(bucket.record.name, key,
                                                       version_id.empty() ? std::string(kNullVersion) : version_id);
         deletion.version_id = version_id;
@@ -143,6 +159,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
   object.bucket = bucket->record.name;
   object.key = call.request.key;
   object.headers = stored_headers(call.request);
+  object.lock = new_version_lock(call, *bucket);
   return body_reader(
       call,
       [writer](ByteView data) {
@@ -224,8 +241,8 @@ Response S3Api::get_object(const Call& call, bool head) {
 
 Response S3Api::delete_object(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  const Deletion deletion =
-      delete_key(*bucket, call.request.key, call.request.query_value("versionId").value_or(""));
+  const Deletion deletion = delete_key(*bucket, call.request.key, call.request.query_value("versionId").value_or(""),
+                                      bypasses_governance(call, *bucket));
   Response r;
   r.status = 204;
   if (deletion.delete_marker) r.headers.emplace_back("x-amz-delete-marker", "true");
@@ -265,6 +282,7 @@ Response S3Api::copy_object(const Call& call) {
   copy.bucket = to->record.name;
   copy.key = call.request.key;
   if (replace) copy.headers = stored_headers(call.request);
+  copy.lock = new_version_lock(call, *to);
   copy.modified_ns = now_ns();
   copy.segments.clear();
   for (const auto& segment : object->segments) {

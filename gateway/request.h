@@ -70,6 +70,12 @@ enum class Operation {
   kGetBucketVersioning,
   kPutBucketVersioning,
   kListObjectVersions,
+  kGetObjectLockConfiguration,
+  kPutObjectLockConfiguration,
+  kGetObjectRetention,
+  kPutObjectRetention,
+  kGetObjectLegalHold,
+  kPutObjectLegalHold,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

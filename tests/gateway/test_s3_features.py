@@ -1,5 +1,8 @@
 """boto3 against `keel gateway` (Debian's python3-boto3), over HTTP and over
-TLS: versioning, delete markers and versioned reads and deletes."""
+TLS: versioning, delete markers and versioned reads and deletes; Object
+Lock retention and legal holds."""
+import base64
+import datetime
 import hashlib
 import os
 import unittest
@@ -131,6 +134,93 @@ class FeatureTest(unittest.TestCase):
                                             MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
         self.assertEqual(s3.head_object(Bucket=bucket, Key="big")["VersionId"], done["VersionId"])
         self.assertNotEqual(done["VersionId"], "null")
+
+    def test_object_lock(self):
+        s3 = self.s3
+        plain = self.new_bucket("nolock")
+        self.assertEqual(error_of(lambda: s3.get_object_lock_configuration(Bucket=plain))["Error"]["Code"],
+                         "ObjectLockConfigurationNotFoundError")
+        bucket = self.new_bucket("locked", ObjectLockEnabledForBucket=True)
+        self.assertEqual(s3.get_bucket_versioning(Bucket=bucket)["Status"], "Enabled")
+        self.assertEqual(error_of(lambda: s3.put_bucket_versioning(
+            Bucket=bucket, VersioningConfiguration={"Status": "Suspended"}))["Error"]["Code"], "InvalidBucketState")
+        config = s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]
+        self.assertEqual(config["ObjectLockEnabled"], "Enabled")
+        self.assertNotIn("Rule", config)
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        soon, later, latest = (now + datetime.timedelta(days=d) for d in (1, 2, 3))
+
+        # COMPLIANCE: extended but never shortened or removed; the version cannot be deleted.
+        body = b"compliant"
+        put = s3.put_object(Bucket=bucket, Key="c", Body=body, ObjectLockMode="COMPLIANCE",
+                            ObjectLockRetainUntilDate=later,
+                            ContentMD5=base64.b64encode(hashlib.md5(body).digest()).decode())
+        version = put["VersionId"]
+        head = s3.head_object(Bucket=bucket, Key="c")
+        self.assertEqual(head["ObjectLockMode"], "COMPLIANCE")
+        retention = s3.get_object_retention(Bucket=bucket, Key="c", VersionId=version)["Retention"]
+        self.assertEqual(retention["Mode"], "COMPLIANCE")
+        self.assertEqual(int(retention["RetainUntilDate"].timestamp()), int(later.timestamp()))
+        shorten = lambda: s3.put_object_retention(Bucket=bucket, Key="c", VersionId=version,
+                                                  Retention={"Mode": "COMPLIANCE", "RetainUntilDate": soon})
+        self.assertEqual(error_of(shorten)["Error"]["Code"], "AccessDenied")
+        relax = lambda: s3.put_object_retention(Bucket=bucket, Key="c", VersionId=version, BypassGovernanceRetention=True,
+                                                Retention={"Mode": "GOVERNANCE", "RetainUntilDate": latest})
+        self.assertEqual(error_of(relax)["Error"]["Code"], "AccessDenied")
+        s3.put_object_retention(Bucket=bucket, Key="c", VersionId=version,
+                                Retention={"Mode": "COMPLIANCE", "RetainUntilDate": latest})
+        retention = s3.get_object_retention(Bucket=bucket, Key="c", VersionId=version)["Retention"]
+        self.assertEqual(int(retention["RetainUntilDate"].timestamp()), int(latest.timestamp()))
+        delete = lambda: s3.delete_object(Bucket=bucket, Key="c", VersionId=version, BypassGovernanceRetention=True)
+        self.assertEqual(error_of(delete)["Error"]["Code"], "AccessDenied")
+        # Without a version id a delete marker goes on top; the version stays.
+        self.assertTrue(s3.delete_object(Bucket=bucket, Key="c")["DeleteMarker"])
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="c", VersionId=version)["Body"].read(), body)
+
+        # GOVERNANCE: the owner may bypass it, another writer may not.
+        put = s3.put_object(Bucket=bucket, Key="g", Body=b"governed", ObjectLockMode="GOVERNANCE",
+                            ObjectLockRetainUntilDate=later)
+        governed = put["VersionId"]
+        self.assertEqual(error_of(lambda: s3.delete_object(Bucket=bucket, Key="g", VersionId=governed))["Error"]["Code"],
+                         "AccessDenied")
+        self.assertEqual(error_of(lambda: s3.put_object_retention(
+            Bucket=bucket, Key="g", VersionId=governed, Retention={"Mode": "GOVERNANCE", "RetainUntilDate": soon}))
+            ["Error"]["Code"], "AccessDenied")
+        s3.put_object_retention(Bucket=bucket, Key="g", VersionId=governed, BypassGovernanceRetention=True,
+                                Retention={"Mode": "GOVERNANCE", "RetainUntilDate": soon})
+        s3.delete_object(Bucket=bucket, Key="g", VersionId=governed, BypassGovernanceRetention=True)
+        self.assertEqual(error_of(lambda: s3.head_object(Bucket=bucket, Key="g", VersionId=governed))
+                         ["ResponseMetadata"]["HTTPStatusCode"], 404)
+
+        # Legal hold blocks deletion until it is lifted.
+        held = s3.put_object(Bucket=bucket, Key="h", Body=b"held", ObjectLockLegalHoldStatus="ON")["VersionId"]
+        self.assertEqual(s3.get_object_legal_hold(Bucket=bucket, Key="h")["LegalHold"]["Status"], "ON")
+        self.assertEqual(error_of(lambda: s3.delete_object(Bucket=bucket, Key="h", VersionId=held,
+                                                           BypassGovernanceRetention=True))["Error"]["Code"],
+                         "AccessDenied")
+        # DeleteObjects reports the locked versions one by one.
+        free = s3.put_object(Bucket=bucket, Key="free", Body=b"free")["VersionId"]
+        result = s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+            {"Key": "h", "VersionId": held}, {"Key": "c", "VersionId": version}, {"Key": "free", "VersionId": free}]})
+        self.assertEqual(sorted((e["Key"], e["Code"]) for e in result["Errors"]),
+                         [("c", "AccessDenied"), ("h", "AccessDenied")])
+        self.assertEqual([d["Key"] for d in result["Deleted"]], ["free"])
+        s3.put_object_legal_hold(Bucket=bucket, Key="h", VersionId=held, LegalHold={"Status": "OFF"})
+        s3.delete_object(Bucket=bucket, Key="h", VersionId=held)
+
+        # Default retention applies to new versions.
+        s3.put_object_lock_configuration(Bucket=bucket, ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}})
+        rule = s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]["Rule"]
+        self.assertEqual(rule["DefaultRetention"], {"Mode": "GOVERNANCE", "Days": 1})
+        s3.put_object(Bucket=bucket, Key="d", Body=b"defaulted")
+        self.assertEqual(s3.get_object_retention(Bucket=bucket, Key="d")["Retention"]["Mode"], "GOVERNANCE")
+
+        # Lock headers need Object Lock on the bucket.
+        self.assertEqual(error_of(lambda: s3.put_object(Bucket=plain, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE",
+                                                        ObjectLockRetainUntilDate=later))["Error"]["Code"],
+                         "InvalidRequest")
 
 
 class TlsFeatureTest(FeatureTest):
