@@ -68,6 +68,10 @@ const catalog::Migrations kMigrations = {
         "ALTER TABLE objects ADD COLUMN retain_until_ns INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE objects ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0",
     },
+    // 4: object tags, an Encoder list of (key, value) pairs like headers (x'00': none).
+    {
+        "ALTER TABLE objects ADD COLUMN tags BLOB NOT NULL DEFAULT x'00'",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -228,7 +232,7 @@ constexpr const char* kObjectColumns =
     "o.object_no, o.bucket, o.key, o.size, o.etag, o.modified_ns, o.headers, o.checksum_algorithm, o.checksum,"
     " o.version_id, o.delete_marker,"
     " o.object_no = (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key),"
-    " o.retention_mode, o.retain_until_ns, o.legal_hold";
+    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags";
 
 ObjectRecord read_object(Statement& s) {
   ObjectRecord o;
@@ -244,6 +248,7 @@ ObjectRecord read_object(Statement& s) {
   o.delete_marker = s.column_int64(10) != 0;
   o.latest = s.column_int64(11) != 0;
   o.lock = {s.column_text(12), s.column_int64(13), s.column_int64(14) != 0};
+  o.tags = decode_headers(s.column_blob(15));
   return o;
 }
 
@@ -262,8 +267,8 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   {
     StatementScope s(db.cached(
         "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum,"
-        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
+        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
     s->bind_text(1, o.bucket);
     s->bind_text(2, o.key);
     s->bind_uint64(3, o.size);
@@ -277,6 +282,7 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
     s->bind_text(11, o.lock.mode);
     s->bind_int64(12, o.lock.retain_until_ns);
     s->bind_int64(13, o.lock.legal_hold ? 1 : 0);
+    s->bind_blob(14, encode_headers(o.tags));
     s->step();
     number = s->column_int64(0);
   }
@@ -335,6 +341,18 @@ bool MetadataStore::set_lock(const std::string& bucket, const std::string& key, 
   s->bind_text(4, bucket);
   s->bind_text(5, key);
   s->bind_text(6, version_id);
+  s->run();
+  return sqlite3_changes(impl_->db.handle()) > 0;
+}
+
+bool MetadataStore::set_tags(const std::string& bucket, const std::string& key, const std::string& version_id,
+                             const NameValues& tags) {
+  StatementScope s(impl_->db.cached(
+      "UPDATE objects SET tags = ? WHERE bucket = ? AND key = ? AND version_id = ? AND NOT delete_marker"));
+  s->bind_blob(1, encode_headers(tags));
+  s->bind_text(2, bucket);
+  s->bind_text(3, key);
+  s->bind_text(4, version_id);
   s->run();
   return sqlite3_changes(impl_->db.handle()) > 0;
 }

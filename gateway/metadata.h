@@ -66,6 +66,7 @@ struct ObjectRecord {
   std::string checksum;            // base64
   std::vector<Segment> segments;
   ObjectLock lock;
+  NameValues tags;  // object tagging: (key, value), in the order given
 };
 
 struct UploadRecord {
@@ -119,6 +120,9 @@ class MetadataStore {
   // Sets a version's retention and legal hold; false when there is no such version.
   bool set_lock(const std::string& bucket, const std::string& key, const std::string& version_id,
                 const ObjectLock& lock);
+  // Replaces a version's tags; false when there is no such version.
+  bool set_tags(const std::string& bucket, const std::string& key, const std::string& version_id,
+                const NameValues& tags);
   // Current versions that are not delete markers, keys > after (and starting
   // with prefix) in byte order, at most `limit`, without segments.
   std::vector<ObjectRecord> list_objects(const std::string& bucket, const std::string& prefix,

@@ -47,6 +47,9 @@ UploadRecord S3Api::upload_for(const Call& call, const Bucket& bucket) {
 
 Response S3Api::create_upload(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
+  if (call.request.has_header("x-amz-tagging")) {
+    throw S3Error("NotImplemented", "x-amz-tagging on a multipart upload; tag the object once it is complete");
+  }
   if (has_lock_headers(call.request)) {
     throw S3Error("NotImplemented", "Object Lock headers on a multipart upload; the bucket's default retention applies "
                                     "to it, or set retention once it is complete");

@@ -23,19 +23,6 @@ bool S3Api::bypasses_governance(const Call& call, const Bucket& bucket) const {
          access(bucket, call.user) == Access::kOwner;
 }
 
-ObjectRecord S3Api::locked_version(const Call& call, const Bucket& bucket) {
-  require_object_lock(bucket.record);
-  const std::string version_id = call.request.query_value("versionId").value_or("");
-  std::optional<ObjectRecord> object;
-  {
-    std::lock_guard lock(mutex_);
-    object = metadata_.object(bucket.record.name, call.request.key, version_id);
-  }
-  if (!object && !version_id.empty()) throw S3Error("NoSuchVersion", "there is no version '" + version_id + "'");
-  if (!object || object->delete_marker) throw S3Error("NoSuchKey", "the key '" + call.request.key + "' does not exist");
-  return *object;
-}
-
 Response S3Api::get_lock_configuration(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
   if (!bucket->record.object_lock) {
@@ -82,7 +69,8 @@ std::unique_ptr<RequestBody> S3Api::put_lock_configuration(const Call& call) {
 
 Response S3Api::get_retention(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
-  const ObjectRecord object = locked_version(call, *bucket);
+  require_object_lock(bucket->record);
+  const ObjectRecord object = target_version(call, *bucket);
   if (object.lock.mode.empty()) {
     throw S3Error("NoSuchObjectLockConfiguration", "the version has no retention");
   }
@@ -96,7 +84,8 @@ Response S3Api::get_retention(const Call& call) {
 std::unique_ptr<RequestBody> S3Api::put_retention(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
   const bool bypass = bypasses_governance(call, *bucket);
-  const ObjectRecord object = locked_version(call, *bucket);
+  require_object_lock(bucket->record);
+  const ObjectRecord object = target_version(call, *bucket);
   return small_body(call, [this, bucket, bypass, object](const std::string& body) {
     const auto tree = parse_xml(body);
     const auto root = tree.get_child_optional("Retention");
@@ -127,7 +116,8 @@ std::unique_ptr<RequestBody> S3Api::put_retention(const Call& call) {
 
 Response S3Api::get_legal_hold(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
-  const ObjectRecord object = locked_version(call, *bucket);
+  require_object_lock(bucket->record);
+  const ObjectRecord object = target_version(call, *bucket);
   XmlWriter xml;
   xml.open("LegalHold", kS3Namespace).element("Status", object.lock.legal_hold ? "ON" : "OFF");
   return xml_response(xml.finish());
@@ -135,7 +125,8 @@ Response S3Api::get_legal_hold(const Call& call) {
 
 std::unique_ptr<RequestBody> S3Api::put_legal_hold(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  const ObjectRecord object = locked_version(call, *bucket);
+  require_object_lock(bucket->record);
+  const ObjectRecord object = target_version(call, *bucket);
   return small_body(call, [this, bucket, object](const std::string& body) {
     const auto tree = parse_xml(body);
     const std::string status = tree.get("LegalHold.Status", "");

@@ -5,6 +5,7 @@
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
+#include "gateway/tagging.h"
 #include "util/error.h"
 #include "util/xml.h"
 
@@ -76,6 +77,7 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
     r.headers.emplace_back("x-amz-object-lock-retain-until-date", iso8601(o.lock.retain_until_ns));
   }
   if (o.lock.legal_hold) r.headers.emplace_back("x-amz-object-lock-legal-hold", "ON");
+  if (!o.tags.empty()) r.headers.emplace_back("x-amz-tagging-count", std::to_string(o.tags.size()));
 }
 
 // If-Match and If-None-Match against the object's ETag.
@@ -160,6 +162,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
   object.key = call.request.key;
   object.headers = stored_headers(call.request);
   object.lock = new_version_lock(call, *bucket);
+  object.tags = parse_tagging_header(call.request.header("x-amz-tagging"));
   return body_reader(
       call,
       [writer](ByteView data) {
@@ -250,6 +253,18 @@ Response S3Api::delete_object(const Call& call) {
   return r;
 }
 
+ObjectRecord S3Api::target_version(const Call& call, const Bucket& bucket) {
+  const std::string version_id = call.request.query_value("versionId").value_or("");
+  std::optional<ObjectRecord> object;
+  {
+    std::lock_guard lock(mutex_);
+    object = metadata_.object(bucket.record.name, call.request.key, version_id);
+  }
+  if (!object && !version_id.empty()) throw S3Error("NoSuchVersion", "there is no version '" + version_id + "'");
+  if (!object || object->delete_marker) throw S3Error("NoSuchKey", "the key '" + call.request.key + "' does not exist");
+  return *object;
+}
+
 Response S3Api::copy_object(const Call& call) {
   const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
   const S3Request source_request = [&] {
@@ -283,6 +298,12 @@ Response S3Api::copy_object(const Call& call) {
   copy.key = call.request.key;
   if (replace) copy.headers = stored_headers(call.request);
   copy.lock = new_version_lock(call, *to);
+  const std::string tagging_directive = call.request.header("x-amz-tagging-directive");
+  if (tagging_directive == "REPLACE") {
+    copy.tags = parse_tagging_header(call.request.header("x-amz-tagging"));
+  } else if (!tagging_directive.empty() && tagging_directive != "COPY") {
+    throw S3Error("InvalidArgument", "x-amz-tagging-directive must be COPY or REPLACE");
+  }
   copy.modified_ns = now_ns();
   copy.segments.clear();
   for (const auto& segment : object->segments) {

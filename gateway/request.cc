@@ -180,6 +180,11 @@ Operation route(const S3Request& r) {
   if (r.has_query("retention") && (m == "GET" || m == "PUT")) {
     return m == "GET" ? Operation::kGetObjectRetention : Operation::kPutObjectRetention;
   }
+  if (r.has_query("tagging")) {
+    if (m == "GET") return Operation::kGetObjectTagging;
+    if (m == "PUT") return Operation::kPutObjectTagging;
+    if (m == "DELETE") return Operation::kDeleteObjectTagging;
+  }
   if (r.has_query("legal-hold") && (m == "GET" || m == "PUT")) {
     return m == "GET" ? Operation::kGetObjectLegalHold : Operation::kPutObjectLegalHold;
   }
@@ -209,6 +214,7 @@ bool takes_body(Operation operation) {
     case Operation::kPutObjectLockConfiguration:
     case Operation::kPutObjectRetention:
     case Operation::kPutObjectLegalHold:
+    case Operation::kPutObjectTagging:
       return true;
     default:
       return false;
@@ -216,13 +222,14 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 29> kNames = {
+  static constexpr std::array<std::string_view, 32> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
       "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts", "GetBucketVersioning", "PutBucketVersioning",
       "ListObjectVersions", "GetObjectLockConfiguration", "PutObjectLockConfiguration", "GetObjectRetention",
-      "PutObjectRetention", "GetObjectLegalHold", "PutObjectLegalHold"};
+      "PutObjectRetention", "GetObjectLegalHold", "PutObjectLegalHold", "GetObjectTagging", "PutObjectTagging",
+      "DeleteObjectTagging"};
   return kNames[static_cast<size_t>(operation)];
 }
 

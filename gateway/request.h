@@ -76,6 +76,9 @@ enum class Operation {
   kPutObjectRetention,
   kGetObjectLegalHold,
   kPutObjectLegalHold,
+  kGetObjectTagging,
+  kPutObjectTagging,
+  kDeleteObjectTagging,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

@@ -187,6 +187,9 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kPutObjectRetention: return read_body(put_retention(call));
     case Operation::kGetObjectLegalHold: return respond(get_legal_hold(call));
     case Operation::kPutObjectLegalHold: return read_body(put_legal_hold(call));
+    case Operation::kGetObjectTagging: return respond(get_tagging(call));
+    case Operation::kPutObjectTagging: return read_body(put_tagging(call));
+    case Operation::kDeleteObjectTagging: return respond(delete_tagging(call));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }

@@ -79,8 +79,16 @@ class S3Api final : public RequestHandler {
   std::unique_ptr<RequestBody> put_retention(const Call& call);
   Response get_legal_hold(const Call& call);
   std::unique_ptr<RequestBody> put_legal_hold(const Call& call);
-  // The version a retention or legal-hold request names (versionId, or the current one).
-  ObjectRecord locked_version(const Call& call, const Bucket& bucket);
+  // Object tagging.
+  Response get_tagging(const Call& call);
+  std::unique_ptr<RequestBody> put_tagging(const Call& call);
+  Response delete_tagging(const Call& call);
+
+  // The version a retention, legal-hold or tagging request names (versionId,
+  // or the current one); S3Error NoSuchKey, NoSuchVersion.
+  ObjectRecord target_version(const Call& call, const Bucket& bucket);
+  // Replaces the tags of `version`; x-amz-version-id in the response.
+  Response store_tags(const Bucket& bucket, const ObjectRecord& version, const NameValues& tags, int status);
   // x-amz-bypass-governance-retention: true from the bucket's owner.
   bool bypasses_governance(const Call& call, const Bucket& bucket) const;
 

@@ -36,6 +36,7 @@ constexpr std::array kCodes = {
     CodeStatus{"InvalidPartOrder", 400},
     CodeStatus{"InvalidRange", 416},
     CodeStatus{"InvalidRequest", 400},
+    CodeStatus{"InvalidTag", 400},
     CodeStatus{"InvalidURI", 400},
     CodeStatus{"KeyTooLongError", 400},
     CodeStatus{"MalformedXML", 400},

@@ -1,6 +1,6 @@
 """boto3 against `keel gateway` (Debian's python3-boto3), over HTTP and over
 TLS: versioning, delete markers and versioned reads and deletes; Object
-Lock retention and legal holds."""
+Lock retention and legal holds; object tagging."""
 import base64
 import datetime
 import hashlib
@@ -221,6 +221,43 @@ class FeatureTest(unittest.TestCase):
         self.assertEqual(error_of(lambda: s3.put_object(Bucket=plain, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE",
                                                         ObjectLockRetainUntilDate=later))["Error"]["Code"],
                          "InvalidRequest")
+
+    def test_tagging(self):
+        s3 = self.s3
+        bucket = self.new_bucket("tags")
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        first = s3.put_object(Bucket=bucket, Key="t", Body=b"1", Tagging="team=backup&note=a%20b%26c")["VersionId"]
+        tags = s3.get_object_tagging(Bucket=bucket, Key="t")
+        self.assertEqual(tags["TagSet"], [{"Key": "team", "Value": "backup"}, {"Key": "note", "Value": "a b&c"}])
+        self.assertEqual(tags["VersionId"], first)
+        self.assertEqual(s3.head_object(Bucket=bucket, Key="t")["ResponseMetadata"]["HTTPHeaders"]["x-amz-tagging-count"],
+                         "2")
+        second = s3.put_object(Bucket=bucket, Key="t", Body=b"2")["VersionId"]
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"], [])
+        s3.put_object_tagging(Bucket=bucket, Key="t", VersionId=second,
+                              Tagging={"TagSet": [{"Key": "k" * 128, "Value": "v" * 256}]})
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"][0]["Value"], "v" * 256)
+        self.assertEqual(len(s3.get_object_tagging(Bucket=bucket, Key="t", VersionId=first)["TagSet"]), 2)
+        s3.delete_object_tagging(Bucket=bucket, Key="t", VersionId=first)
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="t", VersionId=first)["TagSet"], [])
+        self.assertEqual(len(s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"]), 1)
+        # Copies keep the tags unless told to replace them.
+        s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "t"})
+        self.assertEqual(len(s3.get_object_tagging(Bucket=bucket, Key="copy")["TagSet"]), 1)
+        s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "t"},
+                       TaggingDirective="REPLACE", Tagging="a=1")
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="copy")["TagSet"], [{"Key": "a", "Value": "1"}])
+        # S3's limits.
+        too_many = {"TagSet": [{"Key": f"k{i}", "Value": "v"} for i in range(11)]}
+        for tagging in (too_many, {"TagSet": [{"Key": "k" * 129, "Value": "v"}]},
+                        {"TagSet": [{"Key": "k", "Value": "v" * 257}]},
+                        {"TagSet": [{"Key": "k", "Value": "1"}, {"Key": "k", "Value": "2"}]}):
+            self.assertEqual(error_of(lambda: s3.put_object_tagging(Bucket=bucket, Key="t", Tagging=tagging))
+                             ["Error"]["Code"], "InvalidTag")
+        self.assertEqual(error_of(lambda: s3.put_object(Bucket=bucket, Key="u", Body=b"", Tagging="a=1&a=2"))
+                         ["Error"]["Code"], "InvalidTag")
+        self.assertEqual(error_of(lambda: s3.get_object_tagging(Bucket=bucket, Key="missing"))["Error"]["Code"],
+                         "NoSuchKey")
 
 
 class TlsFeatureTest(FeatureTest):
