@@ -507,6 +507,13 @@ std::vector<std::string> MetadataStore::delete_upload(const std::string& upload_
   return files;
 }
 
+uint64_t MetadataStore::bucket_bytes(const std::string& bucket) {
+  StatementScope s(impl_->db.cached("SELECT COALESCE(sum(size), 0) FROM objects WHERE bucket = ?"));
+  s->bind_text(1, bucket);
+  s->step();
+  return s->column_uint64(0);
+}
+
 std::vector<std::string> MetadataStore::referenced_files(const std::string& bucket) {
   StatementScope s(impl_->db.cached(
       "SELECT file FROM segments JOIN objects USING(object_no) WHERE bucket = ?1"

@@ -147,6 +147,8 @@ class MetadataStore {
   // Removes the upload and its parts; returns their files.
   std::vector<std::string> delete_upload(const std::string& upload_id);
 
+  // The bytes all versions in `bucket` hold.
+  uint64_t bucket_bytes(const std::string& bucket);
   // Every file the objects and parts of `bucket` use.
   std::vector<std::string> referenced_files(const std::string& bucket);
 

@@ -6,6 +6,7 @@
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/tagging.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/xml.h"
 
@@ -189,8 +190,32 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
       });
 }
 
+Response S3Api::sosapi_object(const Bucket& bucket, SosapiDocument document, bool head) {
+  Response r;
+  if (document == SosapiDocument::kSystem) {
+    r.body = sosapi_system_xml();
+  } else {
+    uint64_t used;
+    {
+      std::lock_guard lock(mutex_);
+      used = metadata_.bucket_bytes(bucket.record.name);
+    }
+    r.body = sosapi_capacity_xml(bucket.files.root(), used);
+  }
+  const int64_t now = now_ns();
+  r.headers = {{"content-type", "application/xml"},
+               {"etag", quoted(to_hex(md5(as_bytes(r.body))))},
+               {"last-modified", http_date(now / 1'000'000'000)}};
+  if (head) {
+    r.head_length = r.body.size();
+    r.body.clear();
+  }
+  return r;
+}
+
 Response S3Api::get_object(const Call& call, bool head) {
   const auto bucket = bucket_for(call, Access::kRead);
+  if (const auto document = sosapi_document(call.request.key)) return sosapi_object(*bucket, *document, head);
   const std::string version_id = call.request.query_value("versionId").value_or("");
   std::optional<ObjectRecord> object;
   bool versioned;

@@ -16,6 +16,7 @@
 #include "gateway/metadata.h"
 #include "gateway/raw_files.h"
 #include "gateway/sigv4_verify.h"
+#include "gateway/sosapi.h"
 
 namespace keel::gateway {
 
@@ -97,6 +98,8 @@ class S3Api final : public RequestHandler {
   Response get_object(const Call& call, bool head);
   Response delete_object(const Call& call);
   Response copy_object(const Call& call);
+  // Veeam SOSAPI's system.xml and capacity.xml, generated for the bucket.
+  Response sosapi_object(const Bucket& bucket, SosapiDocument document, bool head);
 
   // Multipart uploads.
   Response create_upload(const Call& call);

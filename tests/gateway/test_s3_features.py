@@ -1,11 +1,13 @@
 """boto3 against `keel gateway` (Debian's python3-boto3), over HTTP and over
 TLS: versioning, delete markers and versioned reads and deletes; Object
-Lock retention and legal holds; object tagging."""
+Lock retention and legal holds; object tagging; Veeam's Smart Object
+Storage API documents."""
 import base64
 import datetime
 import hashlib
 import os
 import unittest
+import xml.etree.ElementTree as ElementTree
 
 from gateway_harness import Gateway, boto3_client, error_of
 
@@ -258,6 +260,36 @@ class FeatureTest(unittest.TestCase):
                          ["Error"]["Code"], "InvalidTag")
         self.assertEqual(error_of(lambda: s3.get_object_tagging(Bucket=bucket, Key="missing"))["Error"]["Code"],
                          "NoSuchKey")
+
+    def test_veeam_sosapi(self):
+        s3 = self.s3
+        bucket = self.new_bucket("veeam")
+        prefix = ".system-d26a9498-cb7c-4a87-a44a-8ae204f5ba6c/"
+        system = ElementTree.fromstring(s3.get_object(Bucket=bucket, Key=prefix + "system.xml")["Body"].read())
+        self.assertEqual(system.tag, "SystemInfo")
+        self.assertEqual(system.findtext("ProtocolVersion"), '"1.0"')
+        self.assertTrue(system.findtext("ModelName"))
+        self.assertEqual(system.findtext("ProtocolCapabilities/CapacityInfo"), "true")
+        self.assertEqual(system.findtext("ProtocolCapabilities/UploadSessions"), "false")
+        self.assertEqual(system.findtext("ProtocolCapabilities/IAMSTS"), "false")
+        self.assertEqual(system.findtext("SystemRecommendations/KbBlockSize"), "1024")
+
+        s3.put_object(Bucket=bucket, Key="a", Body=b"x" * 1000)
+        s3.put_object(Bucket=bucket, Key="b", Body=b"y" * 234)
+        key = prefix + "capacity.xml"
+        capacity = ElementTree.fromstring(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        self.assertEqual(capacity.tag, "CapacityInfo")
+        fs = os.statvfs(GATEWAY.dir)
+        self.assertEqual(int(capacity.findtext("Capacity")), fs.f_blocks * fs.f_frsize)
+        self.assertGreater(int(capacity.findtext("Available")), 0)
+        self.assertLessEqual(int(capacity.findtext("Available")), int(capacity.findtext("Capacity")))
+        self.assertEqual(int(capacity.findtext("Used")), 1234)
+        self.assertGreater(s3.head_object(Bucket=bucket, Key=key)["ContentLength"], 0)
+        # Only the documents are generated; the prefix holds nothing else, and another user sees nothing.
+        self.assertEqual(error_of(lambda: s3.get_object(Bucket=bucket, Key=prefix + "other.xml"))["Error"]["Code"],
+                         "NoSuchKey")
+        bob = boto3_client(GATEWAY, self.scheme, "bob")
+        self.assertEqual(error_of(lambda: bob.get_object(Bucket=bucket, Key=key))["Error"]["Code"], "AccessDenied")
 
 
 class TlsFeatureTest(FeatureTest):
