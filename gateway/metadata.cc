@@ -1,5 +1,7 @@
 #include "gateway/metadata.h"
 
+#include <sqlite3.h>
+
 #include "catalog/sqlite.h"
 #include "util/codec.h"
 #include "util/error.h"
@@ -54,6 +56,21 @@ const std::vector<catalog::Migration> kMigrations = {
         "ALTER TABLE versions RENAME TO objects",  // also renames version_segments' reference
         "ALTER TABLE version_segments RENAME TO segments",
         "CREATE INDEX objects_by_key ON objects(bucket, key, object_no)",
+    },
+    // 3: Object Lock: the bucket's switch and default retention, each version's
+    // retention and legal hold.
+    {
+        "ALTER TABLE buckets ADD COLUMN object_lock INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE buckets ADD COLUMN default_retention_mode TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE buckets ADD COLUMN default_retention_days INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE buckets ADD COLUMN default_retention_years INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE objects ADD COLUMN retention_mode TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE objects ADD COLUMN retain_until_ns INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE objects ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0",
+    },
+    // 4: object tags, an Encoder list of (key, value) pairs like headers (x'00': none).
+    {
+        "ALTER TABLE objects ADD COLUMN tags BLOB NOT NULL DEFAULT x'00'",
     },
 };
 
@@ -115,21 +132,32 @@ void MetadataStore::transaction(const std::function<void()>& fn) { catalog::imme
 
 void MetadataStore::put_bucket(const BucketRecord& b) {
   StatementScope s(impl_->db.cached(
-      "INSERT INTO buckets(name, owner, created_ns, path, configured) VALUES(?, ?, ?, ?, ?) ON CONFLICT(name) DO"
+      "INSERT INTO buckets(name, owner, created_ns, path, configured, versioning, object_lock)"
+      " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO"
       " UPDATE SET owner = excluded.owner, path = excluded.path, configured = excluded.configured"));
   s->bind_text(1, b.name);
   s->bind_text(2, b.owner);
   s->bind_int64(3, b.created_ns);
   s->bind_text(4, b.path);
   s->bind_int64(5, b.configured ? 1 : 0);
+  s->bind_text(6, b.versioning);
+  s->bind_int64(7, b.object_lock ? 1 : 0);
   s->run();
 }
 
 namespace {
-constexpr const char* kBucketColumns = "name, owner, created_ns, path, configured, versioning";
+constexpr const char* kBucketColumns =
+    "name, owner, created_ns, path, configured, versioning, object_lock, default_retention_mode,"
+    " default_retention_days, default_retention_years";
 BucketRecord read_bucket(Statement& s) {
-  return {s.column_text(0), s.column_text(1), s.column_int64(2), s.column_text(3), s.column_int64(4) != 0,
-          s.column_text(5)};
+  return {s.column_text(0),
+          s.column_text(1),
+          s.column_int64(2),
+          s.column_text(3),
+          s.column_int64(4) != 0,
+          s.column_text(5),
+          s.column_int64(6) != 0,
+          {s.column_text(7), static_cast<int>(s.column_int64(8)), static_cast<int>(s.column_int64(9))}};
 }
 }  // namespace
 
@@ -168,6 +196,17 @@ void MetadataStore::set_versioning(const std::string& bucket, const std::string&
   s->run();
 }
 
+void MetadataStore::set_default_retention(const std::string& bucket, const DefaultRetention& retention) {
+  StatementScope s(impl_->db.cached(
+      "UPDATE buckets SET default_retention_mode = ?, default_retention_days = ?, default_retention_years = ?"
+      " WHERE name = ?"));
+  s->bind_text(1, retention.mode);
+  s->bind_int64(2, retention.days);
+  s->bind_int64(3, retention.years);
+  s->bind_text(4, bucket);
+  s->run();
+}
+
 namespace {
 
 std::vector<Segment> segments_of(catalog::Database& db, int64_t object_no) {
@@ -192,7 +231,8 @@ std::optional<int64_t> version_no(catalog::Database& db, const std::string& buck
 constexpr const char* kObjectColumns =
     "o.object_no, o.bucket, o.key, o.size, o.etag, o.modified_ns, o.headers, o.checksum_algorithm, o.checksum,"
     " o.version_id, o.delete_marker,"
-    " o.object_no = (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key)";
+    " o.object_no = (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key),"
+    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags";
 
 ObjectRecord read_object(Statement& s) {
   ObjectRecord o;
@@ -207,6 +247,8 @@ ObjectRecord read_object(Statement& s) {
   o.version_id = s.column_text(9);
   o.delete_marker = s.column_int64(10) != 0;
   o.latest = s.column_int64(11) != 0;
+  o.lock = {s.column_text(12), s.column_int64(13), s.column_int64(14) != 0};
+  o.tags = decode_headers(s.column_blob(15));
   return o;
 }
 
@@ -225,7 +267,8 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   {
     StatementScope s(db.cached(
         "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum,"
-        " version_id, delete_marker) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
+        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
     s->bind_text(1, o.bucket);
     s->bind_text(2, o.key);
     s->bind_uint64(3, o.size);
@@ -236,6 +279,10 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
     s->bind_text(8, o.checksum);
     s->bind_text(9, o.version_id);
     s->bind_int64(10, o.delete_marker ? 1 : 0);
+    s->bind_text(11, o.lock.mode);
+    s->bind_int64(12, o.lock.retain_until_ns);
+    s->bind_int64(13, o.lock.legal_hold ? 1 : 0);
+    s->bind_blob(14, encode_headers(o.tags));
     s->step();
     number = s->column_int64(0);
   }
@@ -281,6 +328,33 @@ std::optional<ObjectRecord> MetadataStore::delete_version(const std::string& buc
   s->bind_text(3, version_id);
   s->run();
   return removed;
+}
+
+bool MetadataStore::set_lock(const std::string& bucket, const std::string& key, const std::string& version_id,
+                             const ObjectLock& lock) {
+  StatementScope s(impl_->db.cached(
+      "UPDATE objects SET retention_mode = ?, retain_until_ns = ?, legal_hold = ?"
+      " WHERE bucket = ? AND key = ? AND version_id = ? AND NOT delete_marker"));
+  s->bind_text(1, lock.mode);
+  s->bind_int64(2, lock.retain_until_ns);
+  s->bind_int64(3, lock.legal_hold ? 1 : 0);
+  s->bind_text(4, bucket);
+  s->bind_text(5, key);
+  s->bind_text(6, version_id);
+  s->run();
+  return sqlite3_changes(impl_->db.handle()) > 0;
+}
+
+bool MetadataStore::set_tags(const std::string& bucket, const std::string& key, const std::string& version_id,
+                             const NameValues& tags) {
+  StatementScope s(impl_->db.cached(
+      "UPDATE objects SET tags = ? WHERE bucket = ? AND key = ? AND version_id = ? AND NOT delete_marker"));
+  s->bind_blob(1, encode_headers(tags));
+  s->bind_text(2, bucket);
+  s->bind_text(3, key);
+  s->bind_text(4, version_id);
+  s->run();
+  return sqlite3_changes(impl_->db.handle()) > 0;
 }
 
 std::vector<ObjectRecord> MetadataStore::list_objects(const std::string& bucket, const std::string& prefix,
@@ -431,6 +505,13 @@ std::vector<std::string> MetadataStore::delete_upload(const std::string& upload_
   s->bind_text(1, upload_id);
   s->run();
   return files;
+}
+
+uint64_t MetadataStore::bucket_bytes(const std::string& bucket) {
+  StatementScope s(impl_->db.cached("SELECT COALESCE(sum(size), 0) FROM objects WHERE bucket = ?"));
+  s->bind_text(1, bucket);
+  s->step();
+  return s->column_uint64(0);
 }
 
 std::vector<std::string> MetadataStore::referenced_files(const std::string& bucket) {

@@ -16,6 +16,21 @@
 
 namespace keel::gateway {
 
+// A bucket's Object Lock default: new versions are retained in this mode for
+// days or years (one of them set) unless their upload says otherwise.
+struct DefaultRetention {
+  std::string mode;  // "" (none), "GOVERNANCE" or "COMPLIANCE"
+  int days = 0;
+  int years = 0;
+};
+
+// One version's Object Lock state.
+struct ObjectLock {
+  std::string mode;  // "" (no retention), "GOVERNANCE" or "COMPLIANCE"
+  int64_t retain_until_ns = 0;
+  bool legal_hold = false;
+};
+
 struct BucketRecord {
   std::string name;
   std::string owner;
@@ -23,6 +38,8 @@ struct BucketRecord {
   std::string path;  // raw mode: the directory holding its files
   bool configured = false;  // from the configuration file (not deletable through the API)
   std::string versioning;   // "" (never enabled), "Enabled" or "Suspended"
+  bool object_lock = false;  // created with Object Lock (versioning then stays Enabled)
+  DefaultRetention default_retention;
 };
 
 // The version id of objects written while versioning was off or suspended.
@@ -48,6 +65,8 @@ struct ObjectRecord {
   std::string checksum_algorithm;  // empty when none was sent
   std::string checksum;            // base64
   std::vector<Segment> segments;
+  ObjectLock lock;
+  NameValues tags;  // object tagging: (key, value), in the order given
 };
 
 struct UploadRecord {
@@ -85,6 +104,7 @@ class MetadataStore {
   void delete_bucket(const std::string& name);
   bool bucket_has_objects_or_uploads(const std::string& name);
   void set_versioning(const std::string& bucket, const std::string& status);
+  void set_default_retention(const std::string& bucket, const DefaultRetention& retention);
 
   // Object versions. The newest version of a key (the last one put) is its
   // current one. put_object adds the version, replacing the one with the
@@ -97,6 +117,12 @@ class MetadataStore {
   // Removes one version; returns it with its segments (nullopt when there was none).
   std::optional<ObjectRecord> delete_version(const std::string& bucket, const std::string& key,
                                              const std::string& version_id);
+  // Sets a version's retention and legal hold; false when there is no such version.
+  bool set_lock(const std::string& bucket, const std::string& key, const std::string& version_id,
+                const ObjectLock& lock);
+  // Replaces a version's tags; false when there is no such version.
+  bool set_tags(const std::string& bucket, const std::string& key, const std::string& version_id,
+                const NameValues& tags);
   // Current versions that are not delete markers, keys > after (and starting
   // with prefix) in byte order, at most `limit`, without segments.
   std::vector<ObjectRecord> list_objects(const std::string& bucket, const std::string& prefix,
@@ -121,6 +147,8 @@ class MetadataStore {
   // Removes the upload and its parts; returns their files.
   std::vector<std::string> delete_upload(const std::string& upload_id);
 
+  // The bytes all versions in `bucket` hold.
+  uint64_t bucket_bytes(const std::string& bucket);
   // Every file the objects and parts of `bucket` use.
   std::vector<std::string> referenced_files(const std::string& bucket);
 

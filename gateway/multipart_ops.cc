@@ -1,6 +1,7 @@
 // The multipart upload operations of S3Api.
 #include <map>
 
+#include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
@@ -46,6 +47,13 @@ UploadRecord S3Api::upload_for(const Call& call, const Bucket& bucket) {
 
 Response S3Api::create_upload(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
+  if (call.request.has_header("x-amz-tagging")) {
+    throw S3Error("NotImplemented", "x-amz-tagging on a multipart upload; tag the object once it is complete");
+  }
+  if (has_lock_headers(call.request)) {
+    throw S3Error("NotImplemented", "Object Lock headers on a multipart upload; the bucket's default retention applies "
+                                    "to it, or set retention once it is complete");
+  }
   UploadRecord upload{Id::random().hex().substr(0, 32), bucket->record.name, call.request.key, call.user.name,
                       now_ns(), stored_headers(call.request), call.request.header("x-amz-checksum-algorithm")};
   for (char& c : upload.checksum_algorithm) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -198,6 +206,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       object.modified_ns = now_ns();
       object.headers = upload.headers;
       versioned = !bucket->record.versioning.empty();
+      object.lock = lock_for_new_version(S3Request{}, bucket->record, object.modified_ns);
       object.version_id = version_id_for(bucket->record.versioning);
       std::vector<Segment> replaced;
       metadata_.transaction([&] {

@@ -1,9 +1,12 @@
 // The object operations of S3Api: put, get (ranges), head, delete, copy.
 #include <chrono>
 
+#include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
+#include "gateway/tagging.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/xml.h"
 
@@ -70,6 +73,12 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
   if (!o.checksum_algorithm.empty() && request.header("x-amz-checksum-mode") == "ENABLED") {
     r.headers.emplace_back("x-amz-checksum-" + o.checksum_algorithm, o.checksum);
   }
+  if (!o.lock.mode.empty()) {
+    r.headers.emplace_back("x-amz-object-lock-mode", o.lock.mode);
+    r.headers.emplace_back("x-amz-object-lock-retain-until-date", iso8601(o.lock.retain_until_ns));
+  }
+  if (o.lock.legal_hold) r.headers.emplace_back("x-amz-object-lock-legal-hold", "ON");
+  if (!o.tags.empty()) r.headers.emplace_back("x-amz-tagging-count", std::to_string(o.tags.size()));
 }
 
 // If-Match and If-None-Match against the object's ETag.
@@ -101,7 +110,13 @@ bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object) {
   return versioned;
 }
 
-S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id) {
+ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket) {
+  std::lock_guard lock(mutex_);
+  return lock_for_new_version(call.request, bucket.record, now_ns());
+}
+
+S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id,
+                                  bool bypass_governance) {
   Deletion deletion;
   std::vector<Segment> unused;
   {
@@ -110,6 +125,10 @@ S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const 
     deletion.versioned = !versioning.empty();
     metadata_.transaction([&] {
       if (!version_id.empty() || versioning.empty()) {
+        const std::string& target = version_id.empty() ? std::string(kNullVersion) : version_id;
+        if (const auto existing = metadata_.object(bucket.record.name, key, target)) {
+          check_deletable(existing->lock, bypass_governance, now_ns());
+        }
         const auto removed = metadata_.delete_version(bucket.record.name, key,
                                                       version_id.empty() ? std::string(kNullVersion) : version_id);
         deletion.version_id = version_id;
@@ -143,6 +162,8 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
   object.bucket = bucket->record.name;
   object.key = call.request.key;
   object.headers = stored_headers(call.request);
+  object.lock = new_version_lock(call, *bucket);
+  object.tags = parse_tagging_header(call.request.header("x-amz-tagging"));
   return body_reader(
       call,
       [writer](ByteView data) {
@@ -169,8 +190,32 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
       });
 }
 
+Response S3Api::sosapi_object(const Bucket& bucket, SosapiDocument document, bool head) {
+  Response r;
+  if (document == SosapiDocument::kSystem) {
+    r.body = sosapi_system_xml();
+  } else {
+    uint64_t used;
+    {
+      std::lock_guard lock(mutex_);
+      used = metadata_.bucket_bytes(bucket.record.name);
+    }
+    r.body = sosapi_capacity_xml(bucket.files.root(), used);
+  }
+  const int64_t now = now_ns();
+  r.headers = {{"content-type", "application/xml"},
+               {"etag", quoted(to_hex(md5(as_bytes(r.body))))},
+               {"last-modified", http_date(now / 1'000'000'000)}};
+  if (head) {
+    r.head_length = r.body.size();
+    r.body.clear();
+  }
+  return r;
+}
+
 Response S3Api::get_object(const Call& call, bool head) {
   const auto bucket = bucket_for(call, Access::kRead);
+  if (const auto document = sosapi_document(call.request.key)) return sosapi_object(*bucket, *document, head);
   const std::string version_id = call.request.query_value("versionId").value_or("");
   std::optional<ObjectRecord> object;
   bool versioned;
@@ -224,13 +269,25 @@ Response S3Api::get_object(const Call& call, bool head) {
 
 Response S3Api::delete_object(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  const Deletion deletion =
-      delete_key(*bucket, call.request.key, call.request.query_value("versionId").value_or(""));
+  const Deletion deletion = delete_key(*bucket, call.request.key, call.request.query_value("versionId").value_or(""),
+                                      bypasses_governance(call, *bucket));
   Response r;
   r.status = 204;
   if (deletion.delete_marker) r.headers.emplace_back("x-amz-delete-marker", "true");
   add_version_header(r, deletion.versioned && !deletion.version_id.empty(), deletion.version_id);
   return r;
+}
+
+ObjectRecord S3Api::target_version(const Call& call, const Bucket& bucket) {
+  const std::string version_id = call.request.query_value("versionId").value_or("");
+  std::optional<ObjectRecord> object;
+  {
+    std::lock_guard lock(mutex_);
+    object = metadata_.object(bucket.record.name, call.request.key, version_id);
+  }
+  if (!object && !version_id.empty()) throw S3Error("NoSuchVersion", "there is no version '" + version_id + "'");
+  if (!object || object->delete_marker) throw S3Error("NoSuchKey", "the key '" + call.request.key + "' does not exist");
+  return *object;
 }
 
 Response S3Api::copy_object(const Call& call) {
@@ -265,6 +322,13 @@ Response S3Api::copy_object(const Call& call) {
   copy.bucket = to->record.name;
   copy.key = call.request.key;
   if (replace) copy.headers = stored_headers(call.request);
+  copy.lock = new_version_lock(call, *to);
+  const std::string tagging_directive = call.request.header("x-amz-tagging-directive");
+  if (tagging_directive == "REPLACE") {
+    copy.tags = parse_tagging_header(call.request.header("x-amz-tagging"));
+  } else if (!tagging_directive.empty() && tagging_directive != "COPY") {
+    throw S3Error("InvalidArgument", "x-amz-tagging-directive must be COPY or REPLACE");
+  }
   copy.modified_ns = now_ns();
   copy.segments.clear();
   for (const auto& segment : object->segments) {

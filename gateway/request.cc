@@ -24,10 +24,10 @@ std::string host_without_port(std::string_view host) {
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 28> kUnsupportedSubresources = {
+constexpr std::array<std::string_view, 25> kUnsupportedSubresources = {
     "accelerate", "acl", "analytics", "attributes", "cors", "encryption", "intelligent-tiering", "inventory",
-    "legal-hold", "lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls", "policy",
-    "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
+    "lifecycle", "logging", "metrics", "notification", "ownershipControls", "policy",
+    "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "select",
     "tagging", "torrent", "website", "session", "renameObject",
 };
 
@@ -163,11 +163,13 @@ Operation route(const S3Request& r) {
       if (r.has_query("uploads")) return Operation::kListMultipartUploads;
       if (r.has_query("versioning")) return Operation::kGetBucketVersioning;
       if (r.has_query("versions")) return Operation::kListObjectVersions;
+      if (r.has_query("object-lock")) return Operation::kGetObjectLockConfiguration;
       refuse_unsupported_subresources(r);
       return r.query_value("list-type") == "2" ? Operation::kListObjectsV2 : Operation::kListObjects;
     }
     if (m == "POST" && r.has_query("delete")) return Operation::kDeleteObjects;
     if (m == "PUT" && r.has_query("versioning")) return Operation::kPutBucketVersioning;
+    if (m == "PUT" && r.has_query("object-lock")) return Operation::kPutObjectLockConfiguration;
     refuse_unsupported_subresources(r);
     if (m == "HEAD") return Operation::kHeadBucket;
     if (m == "PUT") return Operation::kCreateBucket;
@@ -175,6 +177,17 @@ Operation route(const S3Request& r) {
     method_not_allowed(r);
   }
   const bool copy = r.has_header("x-amz-copy-source");
+  if (r.has_query("retention") && (m == "GET" || m == "PUT")) {
+    return m == "GET" ? Operation::kGetObjectRetention : Operation::kPutObjectRetention;
+  }
+  if (r.has_query("tagging")) {
+    if (m == "GET") return Operation::kGetObjectTagging;
+    if (m == "PUT") return Operation::kPutObjectTagging;
+    if (m == "DELETE") return Operation::kDeleteObjectTagging;
+  }
+  if (r.has_query("legal-hold") && (m == "GET" || m == "PUT")) {
+    return m == "GET" ? Operation::kGetObjectLegalHold : Operation::kPutObjectLegalHold;
+  }
   if (m == "GET" && r.has_query("uploadId")) return Operation::kListParts;
   if (m == "PUT" && r.has_query("uploadId") && r.has_query("partNumber")) {
     return copy ? Operation::kUploadPartCopy : Operation::kUploadPart;
@@ -198,6 +211,10 @@ bool takes_body(Operation operation) {
     case Operation::kUploadPart:
     case Operation::kCompleteMultipartUpload:
     case Operation::kPutBucketVersioning:
+    case Operation::kPutObjectLockConfiguration:
+    case Operation::kPutObjectRetention:
+    case Operation::kPutObjectLegalHold:
+    case Operation::kPutObjectTagging:
       return true;
     default:
       return false;
@@ -205,12 +222,14 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 23> kNames = {
+  static constexpr std::array<std::string_view, 32> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
       "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts", "GetBucketVersioning", "PutBucketVersioning",
-      "ListObjectVersions"};
+      "ListObjectVersions", "GetObjectLockConfiguration", "PutObjectLockConfiguration", "GetObjectRetention",
+      "PutObjectRetention", "GetObjectLegalHold", "PutObjectLegalHold", "GetObjectTagging", "PutObjectTagging",
+      "DeleteObjectTagging"};
   return kNames[static_cast<size_t>(operation)];
 }
 

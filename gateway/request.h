@@ -70,6 +70,15 @@ enum class Operation {
   kGetBucketVersioning,
   kPutBucketVersioning,
   kListObjectVersions,
+  kGetObjectLockConfiguration,
+  kPutObjectLockConfiguration,
+  kGetObjectRetention,
+  kPutObjectRetention,
+  kGetObjectLegalHold,
+  kPutObjectLegalHold,
+  kGetObjectTagging,
+  kPutObjectTagging,
+  kDeleteObjectTagging,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

@@ -10,6 +10,7 @@
 #include "gateway/s3_api_util.h"
 #include "targets/s3/sigv4.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "util/xml.h"
 
 namespace keel::gateway {
@@ -180,6 +181,15 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kGetBucketVersioning: return respond(get_versioning(call));
     case Operation::kPutBucketVersioning: return read_body(put_versioning(call));
     case Operation::kListObjectVersions: return respond(list_versions(call));
+    case Operation::kGetObjectLockConfiguration: return respond(get_lock_configuration(call));
+    case Operation::kPutObjectLockConfiguration: return read_body(put_lock_configuration(call));
+    case Operation::kGetObjectRetention: return respond(get_retention(call));
+    case Operation::kPutObjectRetention: return read_body(put_retention(call));
+    case Operation::kGetObjectLegalHold: return respond(get_legal_hold(call));
+    case Operation::kPutObjectLegalHold: return read_body(put_legal_hold(call));
+    case Operation::kGetObjectTagging: return respond(get_tagging(call));
+    case Operation::kPutObjectTagging: return read_body(put_tagging(call));
+    case Operation::kDeleteObjectTagging: return respond(delete_tagging(call));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }
@@ -217,7 +227,13 @@ Response S3Api::list_buckets(const Call& call) {
 }
 
 std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
-  return small_body(call, [this, name = call.request.bucket, user = call.user.name](const std::string& body) {
+  const std::string lock_header = ascii_lower(call.request.header("x-amz-bucket-object-lock-enabled"));
+  if (!lock_header.empty() && lock_header != "true" && lock_header != "false") {
+    throw S3Error("InvalidArgument", "x-amz-bucket-object-lock-enabled must be true or false");
+  }
+  const bool object_lock = lock_header == "true";
+  return small_body(call, [this, name = call.request.bucket, user = call.user.name,
+                           object_lock](const std::string& body) {
     if (!body.empty()) {
       const auto tree = parse_xml(body);
       const std::string location = tree.get("CreateBucketConfiguration.LocationConstraint", "");
@@ -232,7 +248,9 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
       }
       throw S3Error("BucketAlreadyExists", "the bucket '" + name + "' exists and belongs to another user");
     }
-    BucketRecord record{name, user, now_ns(), config_.bucket_root + "/" + name, false, ""};
+    // Object Lock needs versions to protect: it turns versioning on for good.
+    BucketRecord record{name, user, now_ns(), config_.bucket_root + "/" + name, false,
+                        object_lock ? "Enabled" : "", object_lock};
     add_bucket(record, {});
     metadata_.put_bucket(record);
     Response r;
@@ -345,7 +363,8 @@ Response S3Api::list_objects(const Call& call, bool v2) {
 
 std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  return small_body(call, [this, bucket](const std::string& body) {
+  const bool bypass = bypasses_governance(call, *bucket);
+  return small_body(call, [this, bucket, bypass](const std::string& body) {
     const auto tree = parse_xml(body);
     const auto root = tree.get_child_optional("Delete");
     if (!root) throw S3Error("MalformedXML", "the body is not a <Delete> document");
@@ -365,7 +384,12 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
     for (const auto& [key, version_id] : keys) {
       Deletion deletion;
       try {
-        deletion = delete_key(*bucket, key, version_id);
+        deletion = delete_key(*bucket, key, version_id, bypass);
+      } catch (const S3Error& e) {
+        xml.open("Error").element("Key", key);
+        if (!version_id.empty()) xml.element("VersionId", version_id);
+        xml.element("Code", e.code()).element("Message", e.what()).close();
+        continue;
       } catch (const Error& e) {
         xml.open("Error").element("Key", key).element("Code", "InternalError").element("Message", e.what()).close();
         continue;

@@ -16,6 +16,7 @@
 #include "gateway/metadata.h"
 #include "gateway/raw_files.h"
 #include "gateway/sigv4_verify.h"
+#include "gateway/sosapi.h"
 
 namespace keel::gateway {
 
@@ -72,11 +73,33 @@ class S3Api final : public RequestHandler {
   std::unique_ptr<RequestBody> put_versioning(const Call& call);
   Response list_versions(const Call& call);
 
+  // Object Lock.
+  Response get_lock_configuration(const Call& call);
+  std::unique_ptr<RequestBody> put_lock_configuration(const Call& call);
+  Response get_retention(const Call& call);
+  std::unique_ptr<RequestBody> put_retention(const Call& call);
+  Response get_legal_hold(const Call& call);
+  std::unique_ptr<RequestBody> put_legal_hold(const Call& call);
+  // Object tagging.
+  Response get_tagging(const Call& call);
+  std::unique_ptr<RequestBody> put_tagging(const Call& call);
+  Response delete_tagging(const Call& call);
+
+  // The version a retention, legal-hold or tagging request names (versionId,
+  // or the current one); S3Error NoSuchKey, NoSuchVersion.
+  ObjectRecord target_version(const Call& call, const Bucket& bucket);
+  // Replaces the tags of `version`; x-amz-version-id in the response.
+  Response store_tags(const Bucket& bucket, const ObjectRecord& version, const NameValues& tags, int status);
+  // x-amz-bypass-governance-retention: true from the bucket's owner.
+  bool bypasses_governance(const Call& call, const Bucket& bucket) const;
+
   // Objects.
   std::unique_ptr<RequestBody> put_object(const Call& call);
   Response get_object(const Call& call, bool head);
   Response delete_object(const Call& call);
   Response copy_object(const Call& call);
+  // Veeam SOSAPI's system.xml and capacity.xml, generated for the bucket.
+  Response sosapi_object(const Bucket& bucket, SosapiDocument document, bool head);
 
   // Multipart uploads.
   Response create_upload(const Call& call);
@@ -92,13 +115,16 @@ class S3Api final : public RequestHandler {
   // what it replaced. True when the bucket is versioned (then responses name
   // the version).
   bool commit_object(Bucket& bucket, ObjectRecord& object);
+  // The lock a version written by this request gets (its headers, or the bucket's default).
+  ObjectLock new_version_lock(const Call& call, const Bucket& bucket);
   struct Deletion {
     bool versioned = false;  // the bucket has versioning enabled or suspended
     std::string version_id;  // the version removed, or the delete marker added
     bool delete_marker = false;  // a delete marker was added or removed
   };
-  // DeleteObject of a key (version_id empty) or of one version.
-  Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id);
+  // DeleteObject of a key (version_id empty) or of one version, which its
+  // lock may forbid (S3Error AccessDenied).
+  Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id, bool bypass_governance);
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
 
   GatewayConfig config_;

@@ -33,6 +33,9 @@ std::unique_ptr<RequestBody> S3Api::put_versioning(const Call& call) {
     if (root->get("MfaDelete", "Disabled") == "Enabled") {
       throw S3Error("NotImplemented", "the gateway does not implement MFA delete");
     }
+    if (bucket->record.object_lock && status != "Enabled") {
+      throw S3Error("InvalidBucketState", "versioning cannot be suspended on a bucket with Object Lock");
+    }
     std::lock_guard lock(mutex_);
     metadata_.set_versioning(bucket->record.name, status);
     bucket->record.versioning = status;

@@ -1,8 +1,13 @@
 """boto3 against `keel gateway` (Debian's python3-boto3), over HTTP and over
-TLS: versioning, delete markers and versioned reads and deletes."""
+TLS: versioning, delete markers and versioned reads and deletes; Object
+Lock retention and legal holds; object tagging; Veeam's Smart Object
+Storage API documents."""
+import base64
+import datetime
 import hashlib
 import os
 import unittest
+import xml.etree.ElementTree as ElementTree
 
 from gateway_harness import Gateway, boto3_client, error_of
 
@@ -131,6 +136,160 @@ class FeatureTest(unittest.TestCase):
                                             MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
         self.assertEqual(s3.head_object(Bucket=bucket, Key="big")["VersionId"], done["VersionId"])
         self.assertNotEqual(done["VersionId"], "null")
+
+    def test_object_lock(self):
+        s3 = self.s3
+        plain = self.new_bucket("nolock")
+        self.assertEqual(error_of(lambda: s3.get_object_lock_configuration(Bucket=plain))["Error"]["Code"],
+                         "ObjectLockConfigurationNotFoundError")
+        bucket = self.new_bucket("locked", ObjectLockEnabledForBucket=True)
+        self.assertEqual(s3.get_bucket_versioning(Bucket=bucket)["Status"], "Enabled")
+        self.assertEqual(error_of(lambda: s3.put_bucket_versioning(
+            Bucket=bucket, VersioningConfiguration={"Status": "Suspended"}))["Error"]["Code"], "InvalidBucketState")
+        config = s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]
+        self.assertEqual(config["ObjectLockEnabled"], "Enabled")
+        self.assertNotIn("Rule", config)
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        soon, later, latest = (now + datetime.timedelta(days=d) for d in (1, 2, 3))
+
+        # COMPLIANCE: extended but never shortened or removed; the version cannot be deleted.
+        body = b"compliant"
+        put = s3.put_object(Bucket=bucket, Key="c", Body=body, ObjectLockMode="COMPLIANCE",
+                            ObjectLockRetainUntilDate=later,
+                            ContentMD5=base64.b64encode(hashlib.md5(body).digest()).decode())
+        version = put["VersionId"]
+        head = s3.head_object(Bucket=bucket, Key="c")
+        self.assertEqual(head["ObjectLockMode"], "COMPLIANCE")
+        retention = s3.get_object_retention(Bucket=bucket, Key="c", VersionId=version)["Retention"]
+        self.assertEqual(retention["Mode"], "COMPLIANCE")
+        self.assertEqual(int(retention["RetainUntilDate"].timestamp()), int(later.timestamp()))
+        shorten = lambda: s3.put_object_retention(Bucket=bucket, Key="c", VersionId=version,
+                                                  Retention={"Mode": "COMPLIANCE", "RetainUntilDate": soon})
+        self.assertEqual(error_of(shorten)["Error"]["Code"], "AccessDenied")
+        relax = lambda: s3.put_object_retention(Bucket=bucket, Key="c", VersionId=version, BypassGovernanceRetention=True,
+                                                Retention={"Mode": "GOVERNANCE", "RetainUntilDate": latest})
+        self.assertEqual(error_of(relax)["Error"]["Code"], "AccessDenied")
+        s3.put_object_retention(Bucket=bucket, Key="c", VersionId=version,
+                                Retention={"Mode": "COMPLIANCE", "RetainUntilDate": latest})
+        retention = s3.get_object_retention(Bucket=bucket, Key="c", VersionId=version)["Retention"]
+        self.assertEqual(int(retention["RetainUntilDate"].timestamp()), int(latest.timestamp()))
+        delete = lambda: s3.delete_object(Bucket=bucket, Key="c", VersionId=version, BypassGovernanceRetention=True)
+        self.assertEqual(error_of(delete)["Error"]["Code"], "AccessDenied")
+        # Without a version id a delete marker goes on top; the version stays.
+        self.assertTrue(s3.delete_object(Bucket=bucket, Key="c")["DeleteMarker"])
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="c", VersionId=version)["Body"].read(), body)
+
+        # GOVERNANCE: the owner may bypass it, another writer may not.
+        put = s3.put_object(Bucket=bucket, Key="g", Body=b"governed", ObjectLockMode="GOVERNANCE",
+                            ObjectLockRetainUntilDate=later)
+        governed = put["VersionId"]
+        self.assertEqual(error_of(lambda: s3.delete_object(Bucket=bucket, Key="g", VersionId=governed))["Error"]["Code"],
+                         "AccessDenied")
+        self.assertEqual(error_of(lambda: s3.put_object_retention(
+            Bucket=bucket, Key="g", VersionId=governed, Retention={"Mode": "GOVERNANCE", "RetainUntilDate": soon}))
+            ["Error"]["Code"], "AccessDenied")
+        s3.put_object_retention(Bucket=bucket, Key="g", VersionId=governed, BypassGovernanceRetention=True,
+                                Retention={"Mode": "GOVERNANCE", "RetainUntilDate": soon})
+        s3.delete_object(Bucket=bucket, Key="g", VersionId=governed, BypassGovernanceRetention=True)
+        self.assertEqual(error_of(lambda: s3.head_object(Bucket=bucket, Key="g", VersionId=governed))
+                         ["ResponseMetadata"]["HTTPStatusCode"], 404)
+
+        # Legal hold blocks deletion until it is lifted.
+        held = s3.put_object(Bucket=bucket, Key="h", Body=b"held", ObjectLockLegalHoldStatus="ON")["VersionId"]
+        self.assertEqual(s3.get_object_legal_hold(Bucket=bucket, Key="h")["LegalHold"]["Status"], "ON")
+        self.assertEqual(error_of(lambda: s3.delete_object(Bucket=bucket, Key="h", VersionId=held,
+                                                           BypassGovernanceRetention=True))["Error"]["Code"],
+                         "AccessDenied")
+        # DeleteObjects reports the locked versions one by one.
+        free = s3.put_object(Bucket=bucket, Key="free", Body=b"free")["VersionId"]
+        result = s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+            {"Key": "h", "VersionId": held}, {"Key": "c", "VersionId": version}, {"Key": "free", "VersionId": free}]})
+        self.assertEqual(sorted((e["Key"], e["Code"]) for e in result["Errors"]),
+                         [("c", "AccessDenied"), ("h", "AccessDenied")])
+        self.assertEqual([d["Key"] for d in result["Deleted"]], ["free"])
+        s3.put_object_legal_hold(Bucket=bucket, Key="h", VersionId=held, LegalHold={"Status": "OFF"})
+        s3.delete_object(Bucket=bucket, Key="h", VersionId=held)
+
+        # Default retention applies to new versions.
+        s3.put_object_lock_configuration(Bucket=bucket, ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}})
+        rule = s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]["Rule"]
+        self.assertEqual(rule["DefaultRetention"], {"Mode": "GOVERNANCE", "Days": 1})
+        s3.put_object(Bucket=bucket, Key="d", Body=b"defaulted")
+        self.assertEqual(s3.get_object_retention(Bucket=bucket, Key="d")["Retention"]["Mode"], "GOVERNANCE")
+
+        # Lock headers need Object Lock on the bucket.
+        self.assertEqual(error_of(lambda: s3.put_object(Bucket=plain, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE",
+                                                        ObjectLockRetainUntilDate=later))["Error"]["Code"],
+                         "InvalidRequest")
+
+    def test_tagging(self):
+        s3 = self.s3
+        bucket = self.new_bucket("tags")
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        first = s3.put_object(Bucket=bucket, Key="t", Body=b"1", Tagging="team=backup&note=a%20b%26c")["VersionId"]
+        tags = s3.get_object_tagging(Bucket=bucket, Key="t")
+        self.assertEqual(tags["TagSet"], [{"Key": "team", "Value": "backup"}, {"Key": "note", "Value": "a b&c"}])
+        self.assertEqual(tags["VersionId"], first)
+        self.assertEqual(s3.head_object(Bucket=bucket, Key="t")["ResponseMetadata"]["HTTPHeaders"]["x-amz-tagging-count"],
+                         "2")
+        second = s3.put_object(Bucket=bucket, Key="t", Body=b"2")["VersionId"]
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"], [])
+        s3.put_object_tagging(Bucket=bucket, Key="t", VersionId=second,
+                              Tagging={"TagSet": [{"Key": "k" * 128, "Value": "v" * 256}]})
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"][0]["Value"], "v" * 256)
+        self.assertEqual(len(s3.get_object_tagging(Bucket=bucket, Key="t", VersionId=first)["TagSet"]), 2)
+        s3.delete_object_tagging(Bucket=bucket, Key="t", VersionId=first)
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="t", VersionId=first)["TagSet"], [])
+        self.assertEqual(len(s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"]), 1)
+        # Copies keep the tags unless told to replace them.
+        s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "t"})
+        self.assertEqual(len(s3.get_object_tagging(Bucket=bucket, Key="copy")["TagSet"]), 1)
+        s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "t"},
+                       TaggingDirective="REPLACE", Tagging="a=1")
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="copy")["TagSet"], [{"Key": "a", "Value": "1"}])
+        # S3's limits.
+        too_many = {"TagSet": [{"Key": f"k{i}", "Value": "v"} for i in range(11)]}
+        for tagging in (too_many, {"TagSet": [{"Key": "k" * 129, "Value": "v"}]},
+                        {"TagSet": [{"Key": "k", "Value": "v" * 257}]},
+                        {"TagSet": [{"Key": "k", "Value": "1"}, {"Key": "k", "Value": "2"}]}):
+            self.assertEqual(error_of(lambda: s3.put_object_tagging(Bucket=bucket, Key="t", Tagging=tagging))
+                             ["Error"]["Code"], "InvalidTag")
+        self.assertEqual(error_of(lambda: s3.put_object(Bucket=bucket, Key="u", Body=b"", Tagging="a=1&a=2"))
+                         ["Error"]["Code"], "InvalidTag")
+        self.assertEqual(error_of(lambda: s3.get_object_tagging(Bucket=bucket, Key="missing"))["Error"]["Code"],
+                         "NoSuchKey")
+
+    def test_veeam_sosapi(self):
+        s3 = self.s3
+        bucket = self.new_bucket("veeam")
+        prefix = ".system-d26a9498-cb7c-4a87-a44a-8ae204f5ba6c/"
+        system = ElementTree.fromstring(s3.get_object(Bucket=bucket, Key=prefix + "system.xml")["Body"].read())
+        self.assertEqual(system.tag, "SystemInfo")
+        self.assertEqual(system.findtext("ProtocolVersion"), '"1.0"')
+        self.assertTrue(system.findtext("ModelName"))
+        self.assertEqual(system.findtext("ProtocolCapabilities/CapacityInfo"), "true")
+        self.assertEqual(system.findtext("ProtocolCapabilities/UploadSessions"), "false")
+        self.assertEqual(system.findtext("ProtocolCapabilities/IAMSTS"), "false")
+        self.assertEqual(system.findtext("SystemRecommendations/KbBlockSize"), "1024")
+
+        s3.put_object(Bucket=bucket, Key="a", Body=b"x" * 1000)
+        s3.put_object(Bucket=bucket, Key="b", Body=b"y" * 234)
+        key = prefix + "capacity.xml"
+        capacity = ElementTree.fromstring(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        self.assertEqual(capacity.tag, "CapacityInfo")
+        fs = os.statvfs(GATEWAY.dir)
+        self.assertEqual(int(capacity.findtext("Capacity")), fs.f_blocks * fs.f_frsize)
+        self.assertGreater(int(capacity.findtext("Available")), 0)
+        self.assertLessEqual(int(capacity.findtext("Available")), int(capacity.findtext("Capacity")))
+        self.assertEqual(int(capacity.findtext("Used")), 1234)
+        self.assertGreater(s3.head_object(Bucket=bucket, Key=key)["ContentLength"], 0)
+        # Only the documents are generated; the prefix holds nothing else, and another user sees nothing.
+        self.assertEqual(error_of(lambda: s3.get_object(Bucket=bucket, Key=prefix + "other.xml"))["Error"]["Code"],
+                         "NoSuchKey")
+        bob = boto3_client(GATEWAY, self.scheme, "bob")
+        self.assertEqual(error_of(lambda: bob.get_object(Bucket=bucket, Key=key))["Error"]["Code"], "AccessDenied")
 
 
 class TlsFeatureTest(FeatureTest):

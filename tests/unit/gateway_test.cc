@@ -5,6 +5,7 @@
 #include "gateway/aws_chunked.h"
 #include "gateway/config.h"
 #include "gateway/metadata.h"
+#include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/request.h"
 #include "gateway/s3_api_util.h"
@@ -404,4 +405,43 @@ TEST_CASE("gateway metadata: migration 2 keeps objects as null versions", "[gate
   // Segments still follow their object.
   REQUIRE(store.delete_version("b", "k", "null"));
   CHECK(store.referenced_files("b").empty());
+}
+
+TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway]") {
+  constexpr int64_t kSecond = 1'000'000'000;
+  const int64_t now = 1'700'000'000 * kSecond;
+  CHECK(parse_iso8601("2023-11-14T22:13:20Z") == now);
+  CHECK(parse_iso8601("2023-11-14T22:13:20.500Z") == now + kSecond / 2);
+  CHECK_FALSE(parse_iso8601("2023-11-14 22:13:20"));
+
+  BucketRecord bucket{"b", "alice", 0, "/b", false, "Enabled", true, {}};
+  S3Request request;
+  request.headers = {{"x-amz-object-lock-mode", "COMPLIANCE"}, {"x-amz-object-lock-retain-until-date", "2023-11-15T00:00:00Z"}};
+  CHECK(error_code([&] { lock_for_new_version(request, bucket, now); }) == "InvalidRequest");  // no MD5 or checksum
+  request.headers.emplace_back("content-md5", "x");
+  CHECK(lock_for_new_version(request, bucket, now).mode == "COMPLIANCE");
+  bucket.object_lock = false;
+  CHECK(error_code([&] { lock_for_new_version(request, bucket, now); }) == "InvalidRequest");
+  bucket.object_lock = true;
+  bucket.default_retention = make_default_retention("GOVERNANCE", 2, 0);
+  const ObjectLock defaulted = lock_for_new_version(S3Request{}, bucket, now);
+  CHECK(defaulted.mode == "GOVERNANCE");
+  CHECK(defaulted.retain_until_ns == now + 2 * 86'400 * kSecond);
+  CHECK(error_code([] { make_default_retention("GOVERNANCE", 1, 1); }) == "MalformedXML");
+
+  const ObjectLock compliance{"COMPLIANCE", now + 100 * kSecond, false};
+  const ObjectLock governance{"GOVERNANCE", now + 100 * kSecond, false};
+  const ObjectLock longer{"COMPLIANCE", now + 200 * kSecond, false};
+  const ObjectLock shorter{"COMPLIANCE", now + 50 * kSecond, false};
+  check_retention_change(compliance, longer, false, now);
+  CHECK(error_code([&] { check_retention_change(compliance, shorter, true, now); }) == "AccessDenied");
+  CHECK(error_code([&] { check_retention_change(compliance, ObjectLock{}, true, now); }) == "AccessDenied");
+  CHECK(error_code([&] { check_retention_change(governance, ObjectLock{}, false, now); }) == "AccessDenied");
+  check_retention_change(governance, ObjectLock{}, true, now);
+  check_retention_change(compliance, ObjectLock{}, false, now + 100 * kSecond);  // expired
+  CHECK(error_code([&] { check_deletable(compliance, true, now); }) == "AccessDenied");
+  CHECK(error_code([&] { check_deletable(governance, false, now); }) == "AccessDenied");
+  check_deletable(governance, true, now);
+  CHECK(error_code([&] { check_deletable(ObjectLock{"", 0, true}, true, now); }) == "AccessDenied");
+  check_deletable(compliance, false, now + 101 * kSecond);
 }

@@ -1,0 +1,24 @@
+// S3 object tags: the x-amz-tagging header, the <Tagging> document and S3's
+// limits (at most 10 tags, unique keys of 1 to 128 characters, values of at
+// most 256).
+#pragma once
+
+#include <string>
+
+#include <boost/property_tree/ptree.hpp>
+
+#include "gateway/request.h"
+
+namespace keel::gateway {
+
+inline constexpr size_t kMaxTags = 10;
+
+// "k1=v1&k2=v2", URL-encoded. Throws S3Error InvalidArgument or InvalidTag.
+NameValues parse_tagging_header(const std::string& header);
+// A parsed <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>.
+// Throws S3Error MalformedXML or InvalidTag.
+NameValues parse_tagging_document(const boost::property_tree::ptree& tree);
+// The <Tagging> document of these tags.
+std::string tagging_document(const NameValues& tags);
+
+}  // namespace keel::gateway
