@@ -10,8 +10,13 @@ works out keel's peak memory per indexed chunk two ways:
               repository) / chunks indexed. Everything that grows with the
               repository counts, including the catalog's page cache.
   marginal:   (peak RSS of the prune - peak RSS of a prune of the first
-              snapshot alone) / (chunks - chunks of the first snapshot): what
-              one more chunk costs once the fixed buffers are full.
+              snapshot alone that repacks every pack) / (chunks - chunks of
+              the first snapshot): what one more chunk costs once the fixed
+              buffers (repack's included) are full.
+
+Opening a repository sets a floor of about 41 MiB (the key slot's scrypt);
+while prune's own memory stays under it, both figures read near zero and
+bench/prune_memory.sh is the measure that shows the slope.
 """
 
 import argparse
