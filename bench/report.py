@@ -64,7 +64,7 @@ def rows(figures, tools):
 
 
 def text_table(table):
-    widths = [max(len(row[i]) for row in table) for i in range(len(HEADERS))]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     def line(row):
         cells = [c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
         return "  ".join(cells).rstrip()
@@ -74,7 +74,7 @@ def text_table(table):
 
 def markdown_table(table):
     out = ["| " + " | ".join(table[0]) + " |",
-           "|" + "|".join(":--" if i < 2 else "--:" for i in range(len(HEADERS))) + "|"]
+           "|" + "|".join(":--" if i < 2 else "--:" for i in range(len(table[0]))) + "|"]
     out += ["| " + " | ".join(row) + " |" for row in table[1:]]
     return "\n".join(out)
 

@@ -114,7 +114,7 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
         for (const ContentRef& ref : e.content) {
           if (ref.hole || !referenced.insert(ref.chunk).second) continue;
           if (!repo.catalog().find_blob(ref.chunk)) {
-            result.problems.push_back({"chunk " + ref.chunk.short_hex() + " is not in the index",
+            result.problems.push_back({"chunk " + ref.chunk.short_hex() + " is not in the index (no pack on the target holds it)",
                                        {snap.id.short_hex() + ":" + path}});
           }
         }

@@ -30,9 +30,9 @@ struct RetentionPolicy {
 
 // Which snapshots a forget considers: every filter given must match.
 struct SnapshotSelection {
-  std::vector<std::string> hosts;
-  std::vector<std::string> tags;  // "job:NAME" selects one job's snapshots
-  std::vector<std::string> paths;
+  std::vector<std::string> hosts;  // the snapshot's host is one of these
+  std::vector<std::string> tags;   // the snapshot has all of these; "job:NAME" selects one job's snapshots
+  std::vector<std::string> paths;  // the snapshot's paths include all of these
 };
 
 enum class GroupBy { kHostAndPaths, kHost, kNone };
@@ -44,12 +44,16 @@ struct ForgetDecision {
 };
 
 // Pure: decides for every selected snapshot; `snapshots` in any order.
-// Decisions come back newest first within each group.
+// Decisions come back newest first within each group, groups ordered by
+// host, then paths. Bucket rules count from the newest snapshot, not from
+// now. Throws Error(kUsage) for an empty policy.
 std::vector<ForgetDecision> plan_forget(std::vector<catalog::SnapshotRecord> snapshots, const SnapshotSelection& selection,
                                         const RetentionPolicy& policy, GroupBy group_by);
 
-// Plans against the repository's snapshots and, unless dry_run, removes the
-// forgotten ones from the target and the catalog. Data is reclaimed by prune.
+// Plans against the repository's snapshots (after syncing the catalog, so
+// other hosts' snapshots count) and, unless dry_run, removes the forgotten
+// ones from the target and then the catalog. Data is reclaimed by prune.
+// Throws Error(kUsage) for an empty policy.
 std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& selection, const RetentionPolicy& policy,
                                    GroupBy group_by, bool dry_run);
 

@@ -22,11 +22,15 @@ using Clock = std::chrono::steady_clock;
 // Prune reads every page of the blob and tree tables once: a large page
 // cache gains nothing there and would make its memory grow with the index.
 constexpr uint64_t kScanCacheBytes = 8ull << 20;
-// Repack reads live blobs in ranges that skip dead gaps larger than this.
+// Repack reads live blobs in ranges of at most kRepackRead that skip dead
+// gaps larger than kRepackGap, and writes the new packs in parts of
+// kRepackPart (or the target's minimum), kRepackPartsInFlight at a time:
+// a few MiB in all, whatever the pack size. Repack waits on the target, not
+// on memory.
 constexpr uint64_t kRepackGap = 256ull << 10;
-constexpr uint64_t kRepackRead = 16ull << 20;
-// Parts of new packs in flight while repacking.
-constexpr size_t kRepackBudget = 64ull << 20;
+constexpr uint64_t kRepackRead = 4ull << 20;
+constexpr uint64_t kRepackPart = 2ull << 20;
+constexpr size_t kRepackPartsInFlight = 4;
 // Unfinished uploads are removed only when older than the grace period and
 // than this: an hour when no backup runs (a backup started since the leases
 // were listed has only young uploads), a day while one does (as backups
@@ -160,15 +164,16 @@ class PruneRun {
   // left where it is; its pack then stays in use when settled.
   void repack() {
     if (repacked_.empty()) return;
-    ThreadPool uploads(2, 8);
-    ByteBudget budget(kRepackBudget);
+    uint64_t part_size = std::max(kRepackPart, repo_.target().min_part_size());
+    ThreadPool uploads(2, kRepackPartsInFlight);
+    ByteBudget budget(kRepackPartsInFlight * part_size);
     std::atomic<uint64_t> packs_written{0}, bytes_written{0};
     auto on_commit = [&](const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs) {
       repo_.catalog().add_pack(pack, blobs);
       ++packs_written;
       bytes_written += pack.size;
     };
-    PackWriterOptions writer_options{repo_.config().pack_size, repo_.config().part_size};
+    PackWriterOptions writer_options{repo_.config().pack_size, part_size};
     PackWriter data(repo_.target(), repo_.keys().data, catalog::BlobType::kData, writer_options, uploads, budget, on_commit);
     PackWriter trees(repo_.target(), repo_.keys().data, catalog::BlobType::kTree, writer_options, uploads, budget, on_commit);
     Bytes buffer;

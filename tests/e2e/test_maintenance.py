@@ -78,6 +78,19 @@ class Prune(KeelTestCase):
     def pack_bytes(self):
         return sum(self.store.list("packs/").values())
 
+    def half_forgotten(self, files, size, seed):
+        """Backs up `files` files, removes every other one, backs up again and forgets the
+        first snapshot: about half of every data pack is garbage. Returns the source."""
+        src = self.path("src")
+        for i in range(files):
+            write_random(os.path.join(src, f"f{i:02d}"), size, seed + i)
+        self.keel("backup", src)
+        for i in range(0, files, 2):
+            os.remove(os.path.join(src, f"f{i:02d}"))
+        self.keel("backup", src)
+        self.keel("forget", "--keep-last", "1")
+        return src
+
     def test_forget_then_prune_grace_0_reclaims_space_and_keeps_what_remains(self):
         self.init("--pack-size", "4")
         src = self.path("src")
@@ -138,14 +151,7 @@ class Prune(KeelTestCase):
 
     def test_repack_keeps_data_readable(self):
         self.init("--pack-size", "2", "--chunk-min", "16", "--chunk-avg", "64", "--chunk-max", "256")
-        src = self.path("src")
-        for i in range(40):
-            write_random(os.path.join(src, f"f{i:02d}"), 100 << 10, 300 + i)
-        self.keel("backup", src)
-        for i in range(0, 40, 2):
-            os.remove(os.path.join(src, f"f{i:02d}"))
-        self.keel("backup", src)
-        self.keel("forget", "--keep-last", "1")
+        src = self.half_forgotten(files=40, size=100 << 10, seed=300)
         result = self.keel_json("prune", "--grace", "0", "--repack-threshold", "90%")
         self.assertGreater(result["packs_repacked"], 0)
         self.assertGreater(result["packs_written"], 0)
@@ -157,14 +163,7 @@ class Prune(KeelTestCase):
     def test_a_second_prune_is_refused_while_one_holds_the_lock(self):
         # Enough packs that the first prune works for a while (it repacks them all).
         self.init("--pack-size", "1")
-        src = self.path("src")
-        for i in range(24):
-            write_random(os.path.join(src, f"f{i:02d}"), 2 << 20, 400 + i)
-        self.keel("backup", src)
-        for i in range(0, 24, 2):
-            os.remove(os.path.join(src, f"f{i:02d}"))
-        self.keel("backup", src)
-        self.keel("forget", "--keep-last", "1")
+        self.half_forgotten(files=24, size=2 << 20, seed=400)
         first = subprocess.Popen([KEEL, "prune", "--grace", "0", "--repack-threshold", "100%"], env=self.env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.time() + 60

@@ -97,6 +97,38 @@ struct Fixture {
 
   PruneResult prune(int64_t grace_seconds) { return engine::prune(*repo, options(grace_seconds)); }
 
+  // Two snapshots, of src/old and src/keep, and the first forgotten (after
+  // `before_forget`): the packs it alone used (returned) are garbage.
+  struct OldAndKept {
+    std::set<Id> old_packs;
+    catalog::SnapshotRecord kept;
+  };
+  OldAndKept old_and_kept(size_t old_bytes, size_t kept_bytes, uint64_t seed,
+                          const std::function<void()>& before_forget = {}) {
+    write(src("old/a.bin"), old_bytes, seed);
+    write(src("keep/b.bin"), kept_bytes, seed + 1);
+    backup(src("old"));
+    OldAndKept out;
+    for (const auto& p : repo->catalog().list_packs()) out.old_packs.insert(p.id);
+    out.kept = backup(src("keep"));
+    if (before_forget) before_forget();
+    forget_path(src("old"));
+    return out;
+  }
+
+  // Backs up 24 files, removes every other one, backs up again and forgets
+  // the first snapshot: about half of every data pack is garbage.
+  catalog::SnapshotRecord half_forgotten(uint64_t seed) {
+    for (int i = 0; i < 24; ++i) write(src("data/f" + std::to_string(i)), 12'000, seed + i);
+    backup(src("data"));
+    for (int i = 0; i < 24; i += 2) fs::remove(src("data/f" + std::to_string(i)));
+    catalog::SnapshotRecord kept = backup(src("data"));
+    RetentionPolicy last_one;
+    last_one.last = 1;
+    forget(*repo, {}, last_one, GroupBy::kHostAndPaths, false);
+    return kept;
+  }
+
   // Removes snapshots of `path` the way keel forget does.
   void forget_path(const std::string& path) {
     RetentionPolicy keep_nothing_untagged;
@@ -152,12 +184,7 @@ std::set<Id> packs_of(Repository& repo) {
 
 TEST_CASE("prune condemns unused packs and deletes them only after the grace period", "[prune]") {
   Fixture f;
-  f.write(f.src("old/a.bin"), 200'000, 1);
-  f.write(f.src("keep/b.bin"), 150'000, 2);
-  f.backup(f.src("old"));
-  std::set<Id> old_packs = packs_of(*f.repo);
-  catalog::SnapshotRecord kept = f.backup(f.src("keep"));
-  f.forget_path(f.src("old"));
+  auto [old_packs, kept] = f.old_and_kept(200'000, 150'000, 1);
   std::set<std::string> pack_keys_before = f.keys("packs/");
 
   PruneResult first = f.prune(kHour);
@@ -191,15 +218,10 @@ TEST_CASE("prune condemns unused packs and deletes them only after the grace per
 
 TEST_CASE("prune with grace 0 condemns and deletes in one run", "[prune]") {
   Fixture f;
-  f.write(f.src("old/a.bin"), 100'000, 3);
-  f.write(f.src("keep/b.bin"), 100'000, 4);
-  f.backup(f.src("old"));
-  size_t old_packs = packs_of(*f.repo).size();
-  catalog::SnapshotRecord kept = f.backup(f.src("keep"));
-  f.forget_path(f.src("old"));
+  auto [old_packs, kept] = f.old_and_kept(100'000, 100'000, 3);
   PruneResult r = f.prune(0);
-  CHECK(r.packs_condemned == old_packs);
-  CHECK(r.packs_deleted == old_packs);
+  CHECK(r.packs_condemned == old_packs.size());
+  CHECK(r.packs_deleted == old_packs.size());
   CHECK(r.live_blobs > 0);
   CHECK(f.keys("condemned/").empty());
   f.check_clean();
@@ -266,12 +288,7 @@ TEST_CASE("a backup after condemnation stores condemned data again instead of us
 
 TEST_CASE("packs condemned while a backup runs wait until it ends", "[prune]") {
   Fixture f;
-  f.write(f.src("old/a.bin"), 100'000, 8);
-  f.write(f.src("keep/b.bin"), 60'000, 9);
-  f.backup(f.src("old"));
-  size_t old_packs = packs_of(*f.repo).size();
-  f.backup(f.src("keep"));
-  f.forget_path(f.src("old"));
+  size_t old_packs = f.old_and_kept(100'000, 60'000, 8).old_packs.size();
 
   auto running = std::make_unique<Lease>(f.repo->target(), f.repo->keys().data, kRunningPrefix,
                                          LeaseOptions{.clock = [&] { return f.now; }});
@@ -309,14 +326,7 @@ TEST_CASE("the lease of a backup that died expires and is cleaned up", "[prune]"
 
 TEST_CASE("repacking copies live blobs out of mostly empty packs and keeps data readable", "[prune]") {
   Fixture f;
-  for (int i = 0; i < 24; ++i) f.write(f.src("data/f" + std::to_string(i)), 12'000, 100 + i);
-  f.backup(f.src("data"));
-  // Half the files go; the next snapshot keeps the other half.
-  for (int i = 0; i < 24; i += 2) fs::remove(f.src("data/f" + std::to_string(i)));
-  catalog::SnapshotRecord kept = f.backup(f.src("data"));
-  RetentionPolicy last_one;
-  last_one.last = 1;
-  forget(*f.repo, {}, last_one, GroupBy::kHostAndPaths, false);
+  catalog::SnapshotRecord kept = f.half_forgotten(100);
 
   uint64_t bytes_before = 0;
   for (const auto& p : f.repo->catalog().list_packs()) bytes_before += p.size;
@@ -343,13 +353,7 @@ TEST_CASE("repacking copies live blobs out of mostly empty packs and keeps data 
 
 TEST_CASE("repacking stops at --max-repack", "[prune]") {
   Fixture f;
-  for (int i = 0; i < 24; ++i) f.write(f.src("data/f" + std::to_string(i)), 12'000, 200 + i);
-  f.backup(f.src("data"));
-  for (int i = 0; i < 24; i += 2) fs::remove(f.src("data/f" + std::to_string(i)));
-  f.backup(f.src("data"));
-  RetentionPolicy last_one;
-  last_one.last = 1;
-  forget(*f.repo, {}, last_one, GroupBy::kHostAndPaths, false);
+  f.half_forgotten(200);
   PruneOptions o = f.options(0);
   o.repack_threshold = 0.9;
   o.dry_run = true;
@@ -373,11 +377,7 @@ TEST_CASE("repacking stops at --max-repack", "[prune]") {
 
 TEST_CASE("a dry run decides but changes nothing", "[prune]") {
   Fixture f;
-  f.write(f.src("old/a.bin"), 100'000, 11);
-  f.write(f.src("keep/b.bin"), 50'000, 12);
-  f.backup(f.src("old"));
-  f.backup(f.src("keep"));
-  f.forget_path(f.src("old"));
+  f.old_and_kept(100'000, 50'000, 11);
   std::set<std::string> before = f.keys("");
   PruneOptions o = f.options(0);
   o.dry_run = true;
@@ -391,15 +391,11 @@ TEST_CASE("a dry run decides but changes nothing", "[prune]") {
 
 TEST_CASE("condemnations and deletions reach other hosts' catalogs", "[prune]") {
   Fixture f;
-  f.write(f.src("old/a.bin"), 100'000, 13);
-  f.write(f.src("keep/b.bin"), 50'000, 14);
-  f.backup(f.src("old"));
-  std::set<Id> old_packs = packs_of(*f.repo);
-  f.backup(f.src("keep"));
-  auto other = f.open_elsewhere("other.db");
-  CHECK(other->catalog().list_snapshots().size() == 2);
-
-  f.forget_path(f.src("old"));
+  std::unique_ptr<Repository> other;
+  std::set<Id> old_packs = f.old_and_kept(100'000, 50'000, 13, [&] {
+                              other = f.open_elsewhere("other.db");
+                              CHECK(other->catalog().list_snapshots().size() == 2);
+                            }).old_packs;
   f.prune(kHour);
   other->sync_catalog();
   CHECK(other->catalog().list_snapshots().size() == 1);  // forgotten elsewhere
