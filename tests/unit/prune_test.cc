@@ -263,9 +263,14 @@ TEST_CASE("a backup after condemnation stores condemned data again instead of us
   f.write(f.src("data/a.bin"), 150'000, 7);
   f.backup(f.src("data"));
   std::set<Id> first_packs = packs_of(*f.repo);
+  // Data blobs only: the trees of the source's ancestors (/tmp, ...) change
+  // whenever anything else touches those directories, so the second backup
+  // need not store the same trees again.
   std::vector<Id> first_blobs;
   for (const Id& id : first_packs) {
-    for (const auto& blob : f.repo->catalog().blobs_in_pack(id)) first_blobs.push_back(blob.id);
+    for (const auto& blob : f.repo->catalog().blobs_in_pack(id)) {
+      if (blob.type == catalog::BlobType::kData) first_blobs.push_back(blob.id);
+    }
   }
   f.forget_path(f.src("data"));
   f.prune(kHour);  // condemns everything
