@@ -139,19 +139,24 @@ std::shared_ptr<S3Api::Bucket> S3Api::bucket_for(const Call& call, Access needed
 
 Exchange S3Api::begin(RequestHead head) {
   std::string resource = head.target.substr(0, head.target.find('?'));
+  Exchange failed;
   try {
     const S3Request request = parse_request(head.method, head.target, std::move(head.headers), config_.domains);
     resource = request.resource();
     const Authentication auth = authenticate(request, config_.users, clock_());
     const Call call{request, *auth.user, auth};
-    Exchange exchange = dispatch(route(request), call);
+    const Operation operation = route(request);
+    failed.operation = operation_name(operation);
+    Exchange exchange = dispatch(operation, call);
+    exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
     return exchange;
   } catch (const S3Error& e) {
-    return {error_response(e, resource, head.request_id), nullptr};
+    failed.response = error_response(e, resource, head.request_id);
   } catch (const Error& e) {
-    return {error_response(S3Error("InternalError", e.what()), resource, head.request_id), nullptr};
+    failed.response = error_response(S3Error("InternalError", e.what()), resource, head.request_id);
   }
+  return failed;
 }
 
 Exchange S3Api::dispatch(Operation operation, const Call& call) {
