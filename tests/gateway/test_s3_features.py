@@ -222,6 +222,12 @@ class FeatureTest(unittest.TestCase):
         s3.put_object(Bucket=bucket, Key="d", Body=b"defaulted")
         self.assertEqual(s3.get_object_retention(Bucket=bucket, Key="d")["Retention"]["Mode"], "GOVERNANCE")
 
+        # A copy takes lock headers without a body checksum.
+        copied = s3.copy_object(Bucket=bucket, Key="copied", CopySource={"Bucket": bucket, "Key": "d"},
+                                ObjectLockMode="COMPLIANCE", ObjectLockRetainUntilDate=later)
+        self.assertEqual(s3.get_object_retention(Bucket=bucket, Key="copied", VersionId=copied["VersionId"])
+                         ["Retention"]["Mode"], "COMPLIANCE")
+
         # Lock headers need Object Lock on the bucket.
         self.assertEqual(error_of(lambda: s3.put_object(Bucket=plain, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE",
                                                         ObjectLockRetainUntilDate=later))["Error"]["Code"],

@@ -420,14 +420,15 @@ TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway
   BucketRecord bucket{"b", "alice", 0, "/b", false, "Enabled", true, {}};
   S3Request request;
   request.headers = {{"x-amz-object-lock-mode", "COMPLIANCE"}, {"x-amz-object-lock-retain-until-date", "2023-11-15T00:00:00Z"}};
-  CHECK(error_code([&] { lock_for_new_version(request, bucket, now); }) == "InvalidRequest");  // no MD5 or checksum
+  CHECK(error_code([&] { lock_for_new_version(request, bucket, now, true); }) == "InvalidRequest");  // no MD5 or checksum
+  CHECK(lock_for_new_version(request, bucket, now, false).mode == "COMPLIANCE");  // a copy carries no body
   request.headers.emplace_back("content-md5", "x");
-  CHECK(lock_for_new_version(request, bucket, now).mode == "COMPLIANCE");
+  CHECK(lock_for_new_version(request, bucket, now, true).mode == "COMPLIANCE");
   bucket.object_lock = false;
-  CHECK(error_code([&] { lock_for_new_version(request, bucket, now); }) == "InvalidRequest");
+  CHECK(error_code([&] { lock_for_new_version(request, bucket, now, true); }) == "InvalidRequest");
   bucket.object_lock = true;
   bucket.default_retention = make_default_retention("GOVERNANCE", 2, 0);
-  const ObjectLock defaulted = lock_for_new_version(S3Request{}, bucket, now);
+  const ObjectLock defaulted = lock_for_new_version(S3Request{}, bucket, now, true);
   CHECK(defaulted.mode == "GOVERNANCE");
   CHECK(defaulted.retain_until_ns == now + 2 * 86'400 * kSecond);
   CHECK(error_code([] { make_default_retention("GOVERNANCE", 1, 1); }) == "MalformedXML");
