@@ -69,6 +69,7 @@ void parse_server(const Section& s, GatewayConfig& config) {
   }
   if (auto region = s.get("region")) config.region = *region;
   config.domains = words(s.get("domain").value_or(""));
+  if (auto metrics = s.get("metrics_listen")) config.metrics_listen = parse_listen_address(*metrics, false);
   config.state_dir = s.require("state_dir");
   config.bucket_root = s.get("bucket_root").value_or(config.state_dir + "/buckets");
   if (auto threads = s.get("threads")) {
@@ -141,7 +142,7 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
     if (section_name == "server") {
       parse_server(Section(section, where,
                            {"listen", "tls_listen", "tls_certificate", "tls_key", "region", "domain", "state_dir",
-                            "bucket_root", "threads"}),
+                            "bucket_root", "threads", "metrics_listen"}),
                    config);
       have_server = true;
     } else if (section_name.starts_with("user:")) {

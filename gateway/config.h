@@ -47,6 +47,8 @@ struct GatewayConfig {
   std::string state_dir;    // the metadata database lives here
   std::string bucket_root;  // buckets created through the API (raw mode); default <state_dir>/buckets
   unsigned threads = 4;
+  // Prometheus metrics (GET /metrics, plain HTTP, no authentication).
+  std::optional<ListenAddress> metrics_listen;
   std::vector<User> users;
   std::vector<BucketConfig> buckets;
 

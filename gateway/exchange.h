@@ -54,6 +54,7 @@ struct RequestHead {
 struct Exchange {
   Response response;
   std::unique_ptr<RequestBody> body;
+  std::string operation = "Unknown";  // the S3 operation, for metrics; Unknown when refused before routing
 };
 
 class RequestHandler {

@@ -103,7 +103,7 @@ awaitable<void> write_response(Stream& stream, Response& response, bool keep_ali
 
 // One connection: requests in turn until the client or an error closes it.
 template <typename Stream>
-awaitable<void> serve(Stream& stream, RequestHandler& handler) {
+awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics) {
   beast::flat_buffer buffer;
   std::vector<uint8_t> body_buffer;
   while (true) {
@@ -123,6 +123,8 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler) {
       }
       co_return;
     }
+    const auto started = std::chrono::steady_clock::now();
+    uint64_t bytes_in = 0;
     auto& request = parser.get();
     RequestHead head;
     head.method = std::string(view(request.method_string()));
@@ -154,7 +156,9 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler) {
           co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
           if (ec == http::error::need_buffer) ec = {};
           if (ec) co_return;  // the client went away or sent a broken body: nothing to answer
-          exchange.body->write(ByteView(body_buffer.data(), body_buffer.size() - request.body().size));
+          const size_t got = body_buffer.size() - request.body().size;
+          bytes_in += got;
+          exchange.body->write(ByteView(body_buffer.data(), got));
         }
         response = exchange.body->finish();
         for (auto& header : exchange.response.headers) response.headers.push_back(std::move(header));
@@ -166,39 +170,79 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler) {
         if (!parser.is_done()) keep_alive = false;
       }
     }
+    const uint64_t bytes_out = response.stream ? response.stream_length : response.body.size();
+    const int status = response.status;
     co_await write_response(stream, response, keep_alive, request_id);
+    metrics.record(exchange.operation, status, bytes_in, bytes_out,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (!keep_alive) co_return;
+  }
+}
+
+// A metrics connection: GET /metrics answers the exposition; anything else 404.
+awaitable<void> serve_metrics(beast::tcp_stream& stream, const Metrics& metrics) {
+  beast::flat_buffer buffer;
+  while (true) {
+    http::request<http::string_body> request;
+    stream.expires_after(kIdleTimeout);
+    boost::system::error_code ec;
+    co_await http::async_read(stream, buffer, request, asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return;
+    http::response<http::string_body> response;
+    response.version(request.version());
+    response.keep_alive(request.keep_alive());
+    response.set(http::field::server, "keel-gateway");
+    const std::string_view target = view(request.target());
+    if (request.method() == http::verb::get && target.substr(0, target.find('?')) == "/metrics") {
+      response.result(http::status::ok);
+      response.set(http::field::content_type, "text/plain; version=0.0.4");
+      response.body() = metrics.render();
+    } else {
+      response.result(http::status::not_found);
+      response.set(http::field::content_type, "text/plain");
+      response.body() = "only GET /metrics is served here\n";
+    }
+    response.prepare_payload();
+    co_await http::async_write(stream, response, use_awaitable);
+    if (!request.keep_alive()) co_return;
   }
 }
 
 }  // namespace
 
+enum class Listener { kPlain, kTls, kMetrics };
+
 struct HttpServer::Impl {
   explicit Impl(unsigned threads) : io(static_cast<int>(threads)), tls(asio::ssl::context::tls_server), threads(threads) {}
 
-  awaitable<void> accept(tcp::acceptor& acceptor, bool use_tls) {
+  awaitable<void> accept(tcp::acceptor& acceptor, Listener kind) {
     while (true) {
       boost::system::error_code ec;
       tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
       if (ec == asio::error::operation_aborted) co_return;
       if (ec) continue;  // out of descriptors and the like: keep accepting
       socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(io, connection(std::move(socket), use_tls), asio::detached);
+      asio::co_spawn(io, connection(std::move(socket), kind), asio::detached);
     }
   }
 
-  awaitable<void> connection(tcp::socket socket, bool use_tls) {
+  awaitable<void> connection(tcp::socket socket, Listener kind) {
     try {
-      if (use_tls) {
+      if (kind == Listener::kMetrics) {
+        beast::tcp_stream stream(std::move(socket));
+        co_await serve_metrics(stream, *metrics);
+        boost::system::error_code ec;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+      } else if (kind == Listener::kTls) {
         beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), tls);
         lowest(stream).expires_after(kIdleTimeout);
         co_await stream.async_handshake(asio::ssl::stream_base::server, use_awaitable);
-        co_await serve(stream, *handler);
+        co_await serve(stream, *handler, *metrics);
         boost::system::error_code ec;
         co_await stream.async_shutdown(asio::redirect_error(use_awaitable, ec));
       } else {
         beast::tcp_stream stream(std::move(socket));
-        co_await serve(stream, *handler);
+        co_await serve(stream, *handler, *metrics);
         boost::system::error_code ec;
         stream.socket().shutdown(tcp::socket::shutdown_send, ec);
       }
@@ -211,12 +255,14 @@ struct HttpServer::Impl {
   asio::ssl::context tls;
   unsigned threads;
   RequestHandler* handler = nullptr;
-  std::vector<std::pair<std::unique_ptr<tcp::acceptor>, bool>> acceptors;
+  Metrics* metrics = nullptr;
+  std::vector<std::pair<std::unique_ptr<tcp::acceptor>, Listener>> acceptors;
 };
 
-HttpServer::HttpServer(const GatewayConfig& config, RequestHandler& handler)
+HttpServer::HttpServer(const GatewayConfig& config, RequestHandler& handler, Metrics& metrics)
     : impl_(std::make_unique<Impl>(config.threads)) {
   impl_->handler = &handler;
+  impl_->metrics = &metrics;
   const bool any_tls = std::any_of(config.listen.begin(), config.listen.end(), [](const auto& l) { return l.tls; });
   if (any_tls) {
     boost::system::error_code ec;
@@ -228,7 +274,10 @@ HttpServer::HttpServer(const GatewayConfig& config, RequestHandler& handler)
     impl_->tls.use_private_key_file(config.tls_key, asio::ssl::context::pem, ec);
     if (ec) throw Error(ErrorKind::kUsage, "TLS key " + config.tls_key + ": " + ec.message());
   }
-  for (const auto& listen : config.listen) {
+  std::vector<std::pair<ListenAddress, Listener>> addresses;
+  for (const auto& listen : config.listen) addresses.emplace_back(listen, listen.tls ? Listener::kTls : Listener::kPlain);
+  if (config.metrics_listen) addresses.emplace_back(*config.metrics_listen, Listener::kMetrics);
+  for (const auto& [listen, kind] : addresses) {
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(listen.host, ec);
     if (ec) throw Error(ErrorKind::kUsage, "listen address '" + listen.host + "' is not an IP address");
@@ -242,26 +291,39 @@ HttpServer::HttpServer(const GatewayConfig& config, RequestHandler& handler)
       throw Error(ErrorKind::kTargetIo, "cannot listen on " + listen.host + ":" + std::to_string(listen.port) + ": " +
                                             ec.message());
     }
-    impl_->acceptors.emplace_back(std::move(acceptor), listen.tls);
+    impl_->acceptors.emplace_back(std::move(acceptor), kind);
   }
 }
+
+namespace {
+std::string url_of(const tcp::acceptor& acceptor, bool tls) {
+  const auto endpoint = acceptor.local_endpoint();
+  const std::string host = endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]"
+                                                      : endpoint.address().to_string();
+  return std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(endpoint.port());
+}
+}  // namespace
 
 HttpServer::~HttpServer() = default;
 
 std::vector<std::string> HttpServer::urls() const {
   std::vector<std::string> out;
-  for (const auto& [acceptor, tls] : impl_->acceptors) {
-    const auto endpoint = acceptor->local_endpoint();
-    const std::string host = endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]"
-                                                        : endpoint.address().to_string();
-    out.push_back(std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(endpoint.port()));
+  for (const auto& [acceptor, kind] : impl_->acceptors) {
+    if (kind != Listener::kMetrics) out.push_back(url_of(*acceptor, kind == Listener::kTls));
   }
   return out;
 }
 
+std::optional<std::string> HttpServer::metrics_url() const {
+  for (const auto& [acceptor, kind] : impl_->acceptors) {
+    if (kind == Listener::kMetrics) return url_of(*acceptor, false) + "/metrics";
+  }
+  return std::nullopt;
+}
+
 void HttpServer::run() {
-  for (auto& [acceptor, tls] : impl_->acceptors) {
-    asio::co_spawn(impl_->io, impl_->accept(*acceptor, tls), asio::detached);
+  for (auto& [acceptor, kind] : impl_->acceptors) {
+    asio::co_spawn(impl_->io, impl_->accept(*acceptor, kind), asio::detached);
   }
   asio::signal_set signals(impl_->io, SIGINT, SIGTERM);
   signals.async_wait([this](const boost::system::error_code& ec, int) {

@@ -206,7 +206,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       object.modified_ns = now_ns();
       object.headers = upload.headers;
       versioned = !bucket->record.versioning.empty();
-      object.lock = lock_for_new_version(S3Request{}, bucket->record, object.modified_ns);
+      object.lock = lock_for_new_version(S3Request{}, bucket->record, object.modified_ns, false);
       object.version_id = version_id_for(bucket->record.versioning);
       std::vector<Segment> replaced;
       metadata_.transaction([&] {

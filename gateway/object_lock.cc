@@ -39,7 +39,8 @@ bool has_lock_headers(const S3Request& request) {
          request.has_header("x-amz-object-lock-legal-hold");
 }
 
-ObjectLock lock_for_new_version(const S3Request& request, const BucketRecord& bucket, int64_t now_ns) {
+ObjectLock lock_for_new_version(const S3Request& request, const BucketRecord& bucket, int64_t now_ns,
+                                bool uploads_body) {
   ObjectLock lock;
   if (has_lock_headers(request)) {
     if (!bucket.object_lock) {
@@ -51,7 +52,7 @@ ObjectLock lock_for_new_version(const S3Request& request, const BucketRecord& bu
                                      [](const auto& h) { return h.first.starts_with("x-amz-checksum-") &&
                                                                 h.first != "x-amz-checksum-algorithm"; }) ||
                          request.header("x-amz-trailer").starts_with("x-amz-checksum-");
-    if (!checked) {
+    if (uploads_body && !checked) {
       throw S3Error("InvalidRequest", "an upload with Object Lock headers needs Content-MD5 or an x-amz-checksum");
     }
     const std::string mode = request.header("x-amz-object-lock-mode");

@@ -24,9 +24,12 @@ DefaultRetention make_default_retention(const std::string& mode, int days, int y
 
 // The lock of a version written now by `request` (x-amz-object-lock-mode,
 // -retain-until-date, -legal-hold) in `bucket`, or its default retention.
-// Throws S3Error InvalidRequest (lock headers on a bucket without Object
-// Lock, or without Content-MD5 or a checksum), InvalidArgument (a bad header).
-ObjectLock lock_for_new_version(const S3Request& request, const BucketRecord& bucket, int64_t now_ns);
+// `uploads_body`: the request carries the object's bytes (PutObject), which
+// must then come with Content-MD5 or a checksum. Throws S3Error
+// InvalidRequest (lock headers on a bucket without Object Lock, or an
+// upload without an integrity check), InvalidArgument (a bad header).
+ObjectLock lock_for_new_version(const S3Request& request, const BucketRecord& bucket, int64_t now_ns,
+                                bool uploads_body);
 
 // Whether `request` has lock headers (x-amz-object-lock-*).
 bool has_lock_headers(const S3Request& request);

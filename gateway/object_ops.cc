@@ -110,9 +110,9 @@ bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object) {
   return versioned;
 }
 
-ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket) {
+ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket, bool uploads_body) {
   std::lock_guard lock(mutex_);
-  return lock_for_new_version(call.request, bucket.record, now_ns());
+  return lock_for_new_version(call.request, bucket.record, now_ns(), uploads_body);
 }
 
 S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id,
@@ -162,7 +162,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
   object.bucket = bucket->record.name;
   object.key = call.request.key;
   object.headers = stored_headers(call.request);
-  object.lock = new_version_lock(call, *bucket);
+  object.lock = new_version_lock(call, *bucket, true);
   object.tags = parse_tagging_header(call.request.header("x-amz-tagging"));
   return body_reader(
       call,
@@ -322,7 +322,7 @@ Response S3Api::copy_object(const Call& call) {
   copy.bucket = to->record.name;
   copy.key = call.request.key;
   if (replace) copy.headers = stored_headers(call.request);
-  copy.lock = new_version_lock(call, *to);
+  copy.lock = new_version_lock(call, *to, false);
   const std::string tagging_directive = call.request.header("x-amz-tagging-directive");
   if (tagging_directive == "REPLACE") {
     copy.tags = parse_tagging_header(call.request.header("x-amz-tagging"));

@@ -8,7 +8,6 @@
 #include "gateway/aws_chunked.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api_util.h"
-#include "targets/s3/sigv4.h"
 #include "util/error.h"
 #include "util/text.h"
 #include "util/xml.h"
@@ -139,19 +138,24 @@ std::shared_ptr<S3Api::Bucket> S3Api::bucket_for(const Call& call, Access needed
 
 Exchange S3Api::begin(RequestHead head) {
   std::string resource = head.target.substr(0, head.target.find('?'));
+  Exchange failed;
   try {
     const S3Request request = parse_request(head.method, head.target, std::move(head.headers), config_.domains);
     resource = request.resource();
     const Authentication auth = authenticate(request, config_.users, clock_());
     const Call call{request, *auth.user, auth};
-    Exchange exchange = dispatch(route(request), call);
+    const Operation operation = route(request);
+    failed.operation = operation_name(operation);
+    Exchange exchange = dispatch(operation, call);
+    exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
     return exchange;
   } catch (const S3Error& e) {
-    return {error_response(e, resource, head.request_id), nullptr};
+    failed.response = error_response(e, resource, head.request_id);
   } catch (const Error& e) {
-    return {error_response(S3Error("InternalError", e.what()), resource, head.request_id), nullptr};
+    failed.response = error_response(S3Error("InternalError", e.what()), resource, head.request_id);
   }
+  return failed;
 }
 
 Exchange S3Api::dispatch(Operation operation, const Call& call) {
@@ -301,10 +305,7 @@ Response S3Api::bucket_location(const Call& call) {
 Response S3Api::list_objects(const Call& call, bool v2) {
   const auto bucket = bucket_for(call, Access::kRead);
   const S3Request& r = call.request;
-  const std::string prefix = r.query_value("prefix").value_or("");
-  const std::string delimiter = r.query_value("delimiter").value_or("");
-  const bool url = parse_encoding_type(r);
-  const size_t max_keys = parse_max(r, "max-keys", 1000);
+  const ListingRequest q = parse_listing_request(r);
   std::string after;
   if (v2) {
     if (auto token = r.query_value("continuation-token")) {
@@ -319,35 +320,34 @@ Response S3Api::list_objects(const Call& call, bool v2) {
   const ListingPage page = list_page(
       [&](const ListCursor& from, size_t limit) {
         std::lock_guard lock(mutex_);
-        return metadata_.list_objects(bucket->record.name, prefix, from.key, limit);
+        return metadata_.list_objects(bucket->record.name, q.prefix, from.key, limit);
       },
-      prefix, delimiter, {after}, max_keys);
+      q.prefix, q.delimiter, {after}, q.max_keys);
 
-  const auto enc = [&](const std::string& s) { return url ? targets::s3::uri_encode(s, false) : s; };
   XmlWriter xml;
   xml.open("ListBucketResult", kS3Namespace);
-  xml.element("Name", bucket->record.name).element("Prefix", enc(prefix));
+  xml.element("Name", bucket->record.name).element("Prefix", q.encode(q.prefix));
   if (v2) {
     if (auto token = r.query_value("continuation-token")) xml.element("ContinuationToken", *token);
-    if (auto start = r.query_value("start-after")) xml.element("StartAfter", enc(*start));
+    if (auto start = r.query_value("start-after")) xml.element("StartAfter", q.encode(*start));
     xml.element("KeyCount", static_cast<uint64_t>(page.objects.size() + page.common_prefixes.size()));
   } else {
-    xml.element("Marker", enc(after));
+    xml.element("Marker", q.encode(after));
   }
-  xml.element("MaxKeys", static_cast<uint64_t>(max_keys));
-  if (!delimiter.empty()) xml.element("Delimiter", enc(delimiter));
-  if (url) xml.element("EncodingType", "url");
+  xml.element("MaxKeys", static_cast<uint64_t>(q.max_keys));
+  if (!q.delimiter.empty()) xml.element("Delimiter", q.encode(q.delimiter));
+  if (q.url) xml.element("EncodingType", "url");
   xml.element("IsTruncated", page.truncated);
   if (page.truncated) {
     if (v2) {
       xml.element("NextContinuationToken", encode_continuation_token(page.last));
     } else {
-      xml.element("NextMarker", enc(page.last));
+      xml.element("NextMarker", q.encode(page.last));
     }
   }
   for (const auto& o : page.objects) {
     xml.open("Contents")
-        .element("Key", enc(o.key))
+        .element("Key", q.encode(o.key))
         .element("LastModified", iso8601(o.modified_ns))
         .element("ETag", quoted(o.etag))
         .element("Size", o.size)
@@ -357,7 +357,7 @@ Response S3Api::list_objects(const Call& call, bool v2) {
     }
     xml.close();
   }
-  for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", enc(p)).close();
+  for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", q.encode(p)).close();
   return xml_response(xml.finish());
 }
 

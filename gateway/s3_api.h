@@ -116,7 +116,7 @@ class S3Api final : public RequestHandler {
   // the version).
   bool commit_object(Bucket& bucket, ObjectRecord& object);
   // The lock a version written by this request gets (its headers, or the bucket's default).
-  ObjectLock new_version_lock(const Call& call, const Bucket& bucket);
+  ObjectLock new_version_lock(const Call& call, const Bucket& bucket, bool uploads_body);
   struct Deletion {
     bool versioned = false;  // the bucket has versioning enabled or suspended
     std::string version_id;  // the version removed, or the delete marker added

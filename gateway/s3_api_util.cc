@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "gateway/s3_error.h"
+#include "targets/s3/sigv4.h"
 #include "util/error.h"
 #include "util/id.h"
 #include "util/text.h"
@@ -82,6 +83,15 @@ std::string decode_continuation_token(const std::string& token) {
   } catch (const Error&) {
     throw S3Error("InvalidArgument", "the continuation token is not one this gateway issued");
   }
+}
+
+ListingRequest parse_listing_request(const S3Request& request) {
+  return {request.query_value("prefix").value_or(""), request.query_value("delimiter").value_or(""),
+          parse_encoding_type(request), parse_max(request, "max-keys", 1000)};
+}
+
+std::string ListingRequest::encode(const std::string& text) const {
+  return url ? targets::s3::uri_encode(text, false) : text;
 }
 
 ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,

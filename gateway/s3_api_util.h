@@ -40,6 +40,18 @@ size_t parse_max(const S3Request& request, const std::string& name, size_t defau
 // True for encoding-type=url; throws S3Error InvalidArgument for other values.
 bool parse_encoding_type(const S3Request& request);
 
+// The parameters ListObjects (v1, v2) and ListObjectVersions share.
+struct ListingRequest {
+  std::string prefix;
+  std::string delimiter;
+  bool url = false;  // encoding-type=url
+  size_t max_keys = 1000;
+  // A key or prefix as the response carries it: URL-encoded with encoding-type=url.
+  std::string encode(const std::string& text) const;
+};
+// Throws S3Error InvalidArgument (encoding-type, max-keys).
+ListingRequest parse_listing_request(const S3Request& request);
+
 // ListObjectsV2 continuation tokens: the last key or prefix returned, opaque to clients.
 std::string encode_continuation_token(const std::string& last);
 std::string decode_continuation_token(const std::string& token);

@@ -2,7 +2,6 @@
 // listing of all versions and delete markers.
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
-#include "targets/s3/sigv4.h"
 #include "util/xml.h"
 
 namespace keel::gateway {
@@ -46,10 +45,7 @@ std::unique_ptr<RequestBody> S3Api::put_versioning(const Call& call) {
 Response S3Api::list_versions(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
   const S3Request& r = call.request;
-  const std::string prefix = r.query_value("prefix").value_or("");
-  const std::string delimiter = r.query_value("delimiter").value_or("");
-  const bool url = parse_encoding_type(r);
-  const size_t max_keys = parse_max(r, "max-keys", 1000);
+  const ListingRequest q = parse_listing_request(r);
   const ListCursor after{r.query_value("key-marker").value_or(""), r.query_value("version-id-marker").value_or("")};
   if (!after.version_id.empty() && after.key.empty()) {
     throw S3Error("InvalidArgument", "version-id-marker needs a key-marker");
@@ -58,28 +54,27 @@ Response S3Api::list_versions(const Call& call) {
   const ListingPage page = list_page(
       [&](const ListCursor& from, size_t limit) {
         std::lock_guard lock(mutex_);
-        return metadata_.list_versions(bucket->record.name, prefix, from.key, from.version_id, limit);
+        return metadata_.list_versions(bucket->record.name, q.prefix, from.key, from.version_id, limit);
       },
-      prefix, delimiter, after, max_keys);
+      q.prefix, q.delimiter, after, q.max_keys);
 
-  const auto enc = [&](const std::string& s) { return url ? targets::s3::uri_encode(s, false) : s; };
   XmlWriter xml;
   xml.open("ListVersionsResult", kS3Namespace);
   xml.element("Name", bucket->record.name)
-      .element("Prefix", enc(prefix))
-      .element("KeyMarker", enc(after.key))
+      .element("Prefix", q.encode(q.prefix))
+      .element("KeyMarker", q.encode(after.key))
       .element("VersionIdMarker", after.version_id)
-      .element("MaxKeys", static_cast<uint64_t>(max_keys));
-  if (!delimiter.empty()) xml.element("Delimiter", enc(delimiter));
-  if (url) xml.element("EncodingType", "url");
+      .element("MaxKeys", static_cast<uint64_t>(q.max_keys));
+  if (!q.delimiter.empty()) xml.element("Delimiter", q.encode(q.delimiter));
+  if (q.url) xml.element("EncodingType", "url");
   xml.element("IsTruncated", page.truncated);
   if (page.truncated) {
-    xml.element("NextKeyMarker", enc(page.last));
+    xml.element("NextKeyMarker", q.encode(page.last));
     if (!page.last_version_id.empty()) xml.element("NextVersionIdMarker", page.last_version_id);
   }
   for (const auto& o : page.objects) {
     xml.open(o.delete_marker ? "DeleteMarker" : "Version")
-        .element("Key", enc(o.key))
+        .element("Key", q.encode(o.key))
         .element("VersionId", o.version_id)
         .element("IsLatest", o.latest)
         .element("LastModified", iso8601(o.modified_ns));
@@ -89,7 +84,7 @@ Response S3Api::list_versions(const Call& call) {
     xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
     xml.close();
   }
-  for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", enc(p)).close();
+  for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", q.encode(p)).close();
   return xml_response(xml.finish());
 }
 

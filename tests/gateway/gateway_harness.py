@@ -37,7 +37,7 @@ class Gateway:
         state = os.path.join(self.dir, "state")
         users = "".join(f"[user:{name}]\naccess_key = {a}\nsecret_key = {s}\n\n" for name, (a, s) in USERS.items())
         config = (f"[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_certificate = {self.cert}\n"
-                  f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\n\n{users}"
+                  f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n\n{users}"
                   f"[bucket:shared]\nowner = alice\ngrants = bob:read\npath = {state}/configured/shared\n\n"
                   f"[bucket:alice-private]\nowner = alice\npath = {state}/configured/alice-private\n")
         self.config = os.path.join(self.dir, "gateway.conf")
@@ -46,8 +46,11 @@ class Gateway:
         self.process = subprocess.Popen([KEEL, "gateway", "--config", self.config], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         self.urls = {}
-        for _ in range(2):
+        for _ in range(3):
             line = self.process.stdout.readline()
+            if line.startswith("metrics on "):
+                self.metrics_url = line.split()[-1]
+                continue
             if not line.startswith("listening on "):
                 self.stop()
                 raise AssertionError(f"keel gateway did not start: {line}{self.process.stderr.read()}")

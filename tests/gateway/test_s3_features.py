@@ -1,12 +1,15 @@
 """boto3 against `keel gateway` (Debian's python3-boto3), over HTTP and over
 TLS: versioning, delete markers and versioned reads and deletes; Object
 Lock retention and legal holds; object tagging; Veeam's Smart Object
-Storage API documents."""
+Storage API documents; Prometheus metrics."""
 import base64
 import datetime
 import hashlib
 import os
+import re
 import unittest
+import urllib.error
+import urllib.request
 import xml.etree.ElementTree as ElementTree
 
 from gateway_harness import Gateway, boto3_client, error_of
@@ -219,6 +222,12 @@ class FeatureTest(unittest.TestCase):
         s3.put_object(Bucket=bucket, Key="d", Body=b"defaulted")
         self.assertEqual(s3.get_object_retention(Bucket=bucket, Key="d")["Retention"]["Mode"], "GOVERNANCE")
 
+        # A copy takes lock headers without a body checksum.
+        copied = s3.copy_object(Bucket=bucket, Key="copied", CopySource={"Bucket": bucket, "Key": "d"},
+                                ObjectLockMode="COMPLIANCE", ObjectLockRetainUntilDate=later)
+        self.assertEqual(s3.get_object_retention(Bucket=bucket, Key="copied", VersionId=copied["VersionId"])
+                         ["Retention"]["Mode"], "COMPLIANCE")
+
         # Lock headers need Object Lock on the bucket.
         self.assertEqual(error_of(lambda: s3.put_object(Bucket=plain, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE",
                                                         ObjectLockRetainUntilDate=later))["Error"]["Code"],
@@ -290,6 +299,38 @@ class FeatureTest(unittest.TestCase):
                          "NoSuchKey")
         bob = boto3_client(GATEWAY, self.scheme, "bob")
         self.assertEqual(error_of(lambda: bob.get_object(Bucket=bucket, Key=key))["Error"]["Code"], "AccessDenied")
+
+    def test_prometheus_metrics(self):
+        def scrape():
+            text = urllib.request.urlopen(GATEWAY.metrics_url).read().decode()
+            values = {}
+            for line in text.splitlines():
+                if line and not line.startswith("#"):
+                    name, value = line.rsplit(" ", 1)
+                    values[name] = float(value)
+            return values
+
+        before = scrape()
+        s3 = self.s3
+        bucket = self.new_bucket("metrics")
+        s3.put_object(Bucket=bucket, Key="m", Body=b"z" * 5000)
+        s3.get_object(Bucket=bucket, Key="m")["Body"].read()
+        error_of(lambda: s3.get_object(Bucket=bucket, Key="missing"))
+        after = scrape()
+
+        def grew(name):
+            return after.get(name, 0) - before.get(name, 0)
+        self.assertEqual(grew('keel_gateway_requests_total{operation="PutObject",status="200"}'), 1)
+        self.assertEqual(grew('keel_gateway_requests_total{operation="GetObject",status="200"}'), 1)
+        self.assertEqual(grew('keel_gateway_requests_total{operation="GetObject",status="404"}'), 1)
+        self.assertGreaterEqual(grew('keel_gateway_received_bytes_total{operation="PutObject"}'), 5000)
+        # The object, then the NoSuchKey document.
+        self.assertGreater(grew('keel_gateway_sent_bytes_total{operation="GetObject"}'), 5000)
+        self.assertEqual(grew('keel_gateway_request_duration_seconds_count{operation="GetObject"}'), 2)
+        self.assertEqual(grew('keel_gateway_request_duration_seconds_bucket{operation="GetObject",le="+Inf"}'), 2)
+        with self.assertRaises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(GATEWAY.metrics_url.replace("/metrics", "/other"))
+        self.assertEqual(raised.exception.code, 404)
 
 
 class TlsFeatureTest(FeatureTest):

@@ -5,6 +5,7 @@
 #include "gateway/aws_chunked.h"
 #include "gateway/config.h"
 #include "gateway/metadata.h"
+#include "gateway/metrics.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/request.h"
@@ -304,12 +305,14 @@ TEST_CASE("listing pages: prefixes, delimiters and markers", "[gateway]") {
 TEST_CASE("gateway config: sections, grants and errors that name the key", "[gateway]") {
   std::istringstream good(
       "[server]\nlisten = 127.0.0.1:0 [::1]:9000\ntls_listen = 127.0.0.1:9443\ntls_certificate = c.pem\n"
-      "tls_key = k.pem\nstate_dir = /var/lib/g\ndomain = s3.local\n"
+      "tls_key = k.pem\nstate_dir = /var/lib/g\ndomain = s3.local\nmetrics_listen = 127.0.0.1:9465\n"
       "[user:alice]\naccess_key = A1\nsecret_key = s1\n[user:bob]\naccess_key = B1\nsecret_key = s2\n"
       "[bucket:backups]\nowner = alice\ngrants = bob:read\npath = /srv/b\n");
   const GatewayConfig config = GatewayConfig::parse(good, "test.conf");
   REQUIRE(config.listen.size() == 3);
   CHECK(config.listen[1].host == "::1");
+  REQUIRE(config.metrics_listen);
+  CHECK(config.metrics_listen->port == 9465);
   CHECK(config.listen[2].tls);
   CHECK(config.bucket_root == "/var/lib/g/buckets");
   CHECK(config.buckets[0].grants.at("bob") == Access::kRead);
@@ -417,14 +420,15 @@ TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway
   BucketRecord bucket{"b", "alice", 0, "/b", false, "Enabled", true, {}};
   S3Request request;
   request.headers = {{"x-amz-object-lock-mode", "COMPLIANCE"}, {"x-amz-object-lock-retain-until-date", "2023-11-15T00:00:00Z"}};
-  CHECK(error_code([&] { lock_for_new_version(request, bucket, now); }) == "InvalidRequest");  // no MD5 or checksum
+  CHECK(error_code([&] { lock_for_new_version(request, bucket, now, true); }) == "InvalidRequest");  // no MD5 or checksum
+  CHECK(lock_for_new_version(request, bucket, now, false).mode == "COMPLIANCE");  // a copy carries no body
   request.headers.emplace_back("content-md5", "x");
-  CHECK(lock_for_new_version(request, bucket, now).mode == "COMPLIANCE");
+  CHECK(lock_for_new_version(request, bucket, now, true).mode == "COMPLIANCE");
   bucket.object_lock = false;
-  CHECK(error_code([&] { lock_for_new_version(request, bucket, now); }) == "InvalidRequest");
+  CHECK(error_code([&] { lock_for_new_version(request, bucket, now, true); }) == "InvalidRequest");
   bucket.object_lock = true;
   bucket.default_retention = make_default_retention("GOVERNANCE", 2, 0);
-  const ObjectLock defaulted = lock_for_new_version(S3Request{}, bucket, now);
+  const ObjectLock defaulted = lock_for_new_version(S3Request{}, bucket, now, true);
   CHECK(defaulted.mode == "GOVERNANCE");
   CHECK(defaulted.retain_until_ns == now + 2 * 86'400 * kSecond);
   CHECK(error_code([] { make_default_retention("GOVERNANCE", 1, 1); }) == "MalformedXML");
@@ -444,4 +448,20 @@ TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway
   check_deletable(governance, true, now);
   CHECK(error_code([&] { check_deletable(ObjectLock{"", 0, true}, true, now); }) == "AccessDenied");
   check_deletable(compliance, false, now + 101 * kSecond);
+}
+
+TEST_CASE("gateway metrics: counters and a cumulative latency histogram", "[gateway]") {
+  Metrics metrics;
+  metrics.record("PutObject", 200, 1000, 0, 0.003);
+  metrics.record("PutObject", 200, 24, 0, 0.2);
+  metrics.record("GetObject", 404, 0, 300, 0.002);
+  const std::string text = metrics.render();
+  CHECK_THAT(text, Catch::Contains("keel_gateway_requests_total{operation=\"PutObject\",status=\"200\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("keel_gateway_requests_total{operation=\"GetObject\",status=\"404\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("keel_gateway_received_bytes_total{operation=\"PutObject\"} 1024\n"));
+  CHECK_THAT(text, Catch::Contains("keel_gateway_sent_bytes_total{operation=\"GetObject\"} 300\n"));
+  CHECK_THAT(text, Catch::Contains("_bucket{operation=\"PutObject\",le=\"0.005\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("_bucket{operation=\"PutObject\",le=\"0.25\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("_bucket{operation=\"PutObject\",le=\"+Inf\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("keel_gateway_request_duration_seconds_count{operation=\"PutObject\"} 2\n"));
 }

@@ -1,0 +1,61 @@
+#include "gateway/metrics.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace keel::gateway {
+
+namespace {
+
+std::string label(const std::string& operation) { return "operation=\"" + operation + "\""; }
+
+}  // namespace
+
+Metrics::Metrics() : bounds_{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300} {}
+
+void Metrics::record(const std::string& operation, int status, uint64_t bytes_in, uint64_t bytes_out,
+                     double seconds) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{operation, status}];
+  bytes_in_[operation] += bytes_in;
+  bytes_out_[operation] += bytes_out;
+  Latency& latency = latency_[operation];
+  if (latency.buckets.empty()) latency.buckets.resize(bounds_.size());
+  const auto bound = std::lower_bound(bounds_.begin(), bounds_.end(), seconds);
+  if (bound != bounds_.end()) ++latency.buckets[static_cast<size_t>(bound - bounds_.begin())];
+  ++latency.count;
+  latency.sum += seconds;
+}
+
+std::string Metrics::render() const {
+  std::lock_guard lock(mutex_);
+  std::ostringstream out;
+  out << "# HELP keel_gateway_requests_total S3 requests answered, by operation and HTTP status.\n"
+         "# TYPE keel_gateway_requests_total counter\n";
+  for (const auto& [key, count] : requests_) {
+    out << "keel_gateway_requests_total{" << label(key.first) << ",status=\"" << key.second << "\"} " << count << "\n";
+  }
+  const auto counters = [&](const char* name, const char* help, const std::map<std::string, uint64_t>& values) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
+    for (const auto& [operation, bytes] : values) out << name << "{" << label(operation) << "} " << bytes << "\n";
+  };
+  counters("keel_gateway_received_bytes_total", "Request body bytes received, by operation.", bytes_in_);
+  counters("keel_gateway_sent_bytes_total", "Response body bytes sent, by operation.", bytes_out_);
+  out << "# HELP keel_gateway_request_duration_seconds Time from a request's head to its response written.\n"
+         "# TYPE keel_gateway_request_duration_seconds histogram\n";
+  for (const auto& [operation, latency] : latency_) {
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < bounds_.size(); ++i) {
+      cumulative += latency.buckets[i];
+      out << "keel_gateway_request_duration_seconds_bucket{" << label(operation) << ",le=\"" << bounds_[i] << "\"} "
+          << cumulative << "\n";
+    }
+    out << "keel_gateway_request_duration_seconds_bucket{" << label(operation) << ",le=\"+Inf\"} " << latency.count
+        << "\n";
+    out << "keel_gateway_request_duration_seconds_sum{" << label(operation) << "} " << latency.sum << "\n";
+    out << "keel_gateway_request_duration_seconds_count{" << label(operation) << "} " << latency.count << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace keel::gateway

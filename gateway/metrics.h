@@ -1,0 +1,42 @@
+// The gateway's Prometheus metrics: requests by S3 operation and status,
+// bytes received and sent, and a request latency histogram, rendered in the
+// Prometheus text exposition format for GET /metrics. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace keel::gateway {
+
+class Metrics {
+ public:
+  Metrics();
+
+  // One request answered: its operation ("PutObject"; "Unknown" when it was
+  // refused before routing), HTTP status, body bytes in and out, and the
+  // seconds from its head arriving to its response written.
+  void record(const std::string& operation, int status, uint64_t bytes_in, uint64_t bytes_out, double seconds);
+
+  // Text exposition format, version 0.0.4.
+  std::string render() const;
+
+ private:
+  struct Latency {
+    std::vector<uint64_t> buckets;  // cumulative counts are computed when rendering
+    uint64_t count = 0;
+    double sum = 0;
+  };
+
+  mutable std::mutex mutex_;
+  std::vector<double> bounds_;  // histogram upper bounds, seconds
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::string, uint64_t> bytes_in_;
+  std::map<std::string, uint64_t> bytes_out_;
+  std::map<std::string, Latency> latency_;
+};
+
+}  // namespace keel::gateway
