@@ -248,6 +248,10 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
     std::lock_guard lock(mutex_);
     if (const auto it = buckets_.find(name); it != buckets_.end()) {
       if (it->second->record.owner == user) {
+        // As S3 in us-east-1 does (and Ceph RGW): re-creating your own bucket
+        // succeeds, so a client that retries a create whose reply it lost
+        // (minio-go, hence restic) does not fail.
+        if (config_.region == "us-east-1") return Response{};
         throw S3Error("BucketAlreadyOwnedByYou", "you already own the bucket '" + name + "'");
       }
       throw S3Error("BucketAlreadyExists", "the bucket '" + name + "' exists and belongs to another user");

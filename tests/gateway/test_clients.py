@@ -182,6 +182,7 @@ class ClientTest(unittest.TestCase):
         s3 = self.s3()
         bucket = self.new_bucket_name("boto")
         s3.create_bucket(Bucket=bucket)
+        s3.create_bucket(Bucket=bucket)  # yours already: 200, as in us-east-1, so retried creates succeed
         body = os.urandom(3000)
         put = s3.put_object(Bucket=bucket, Key="docs/a b+c.txt", Body=body, ContentType="text/plain",
                             Metadata={"colour": "blue"})
