@@ -6,7 +6,9 @@
 # For machines whose kernel has no RDMA: the VM boots Debian's stock kernel
 # (which ships rdma_rxe) with THIS machine's root filesystem as its root,
 # read-only over 9p, so host-built binaries and the host's rdma-core run
-# unchanged; the current directory is shared read-write; /tmp is a tmpfs.
+# unchanged; the current directory is shared read-write. Scratch space is a
+# tmpfs at /run/tmp (TMPDIR and HOME); the host's /tmp stays visible, read-only,
+# so a checkout or build directory under /tmp works as anywhere else.
 # The VM has no network card. docs/rdma.md explains the harness.
 #
 # Exit 77 (skipped) when qemu, busybox or the kernel cannot be had, or when
@@ -20,7 +22,7 @@
 # In the guest the command sees RXE_DEV=rxe0 RXE_IP=169.254.77.1
 # KEEL_IN_RXE_VM=1 and nothing else from the host environment.
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
 log() { echo "[keel-rxe-vm] $*" >&2; }
 skip() { log "SKIP: $*"; exit 77; }
 
@@ -84,7 +86,7 @@ R=/newroot; o=trans=virtio,version=9p2000.L,msize=512000; mkdir -p $R
 mount -t 9p -o $o,ro,cache=loose hostroot $R || { echo "keel-rxe-vm: cannot mount host root"; poweroff -f; }
 mount -t proc proc $R/proc; mount -t sysfs sys $R/sys; mount -t devtmpfs dev $R/dev
 mkdir -p $R/dev/shm $R/dev/pts; mount -t tmpfs shm $R/dev/shm; mount -t devpts pts $R/dev/pts
-mount -t tmpfs tmp $R/tmp; mount -t tmpfs run $R/run; mkdir -p $R/run/keel-rxe-vm
+mount -t tmpfs run $R/run; mkdir -p $R/run/keel-rxe-vm $R/run/tmp
 mount -t 9p -o $o,cache=none job $R/run/keel-rxe-vm
 W=$(cat $R/run/keel-rxe-vm/cwd)
 [ "$W" = / ] || mount -t 9p -o $o,cache=mmap work $R$W
@@ -97,7 +99,7 @@ chmod +x "$RUN/ir/init"
 pwd > "$RUN/job/cwd"
 # dummy0 at MTU 9000 gives rxe an MTU of 4096; rdma_cm needs an IP on it (not lo).
 cat > "$RUN/job/job.sh" <<EOF
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/run/tmp TMPDIR=/run/tmp
 export RXE_DEV=rxe0 RXE_IP=${IP%/*} RXE_NETDEV=dummy0 KEEL_IN_RXE_VM=1
 ip link set lo up
 ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy   # the module may make one
