@@ -6,7 +6,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -83,16 +82,17 @@ std::string prompt_secret(const std::string& prompt) {
   return line;
 }
 
+engine::RepositoryAccess App::repository_access() const {
+  engine::RepositoryAccess access;
+  access.location = global.repo;
+  access.target = global.target;
+  access.password_file = global.password_file;
+  access.catalog = global.catalog;
+  return access;
+}
+
 std::string App::password(const std::string& prompt) {
-  if (std::string p = env("KEEL_PASSWORD"); !p.empty()) return p;
-  if (!global.password_file.empty()) {
-    std::ifstream in(global.password_file);
-    if (!in) throw Error(ErrorKind::kUsage, "cannot read password file " + global.password_file);
-    std::string line;
-    std::getline(in, line);
-    if (line.empty()) throw Error(ErrorKind::kUsage, "password file " + global.password_file + " is empty");
-    return line;
-  }
+  if (std::optional<std::string> p = engine::stored_password(repository_access())) return *p;
   std::string p = prompt_secret(prompt);
   if (p.empty()) {
     throw Error(ErrorKind::kUsage, "no password: set KEEL_PASSWORD or KEEL_PASSWORD_FILE, pass --password-file, "
@@ -108,11 +108,7 @@ std::unique_ptr<targets::Target> App::open_target(bool create) {
 }
 
 std::unique_ptr<engine::Repository> App::open_repository() {
-  auto target = open_target(false);
-  engine::OpenOptions options;
-  options.password = password();
-  options.catalog_path = global.catalog;
-  return engine::Repository::open(std::move(target), options);
+  return engine::open_repository(repository_access(), password());
 }
 
 bool App::progress_enabled() const { return !global.json && !global.quiet && ::isatty(STDERR_FILENO); }

@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "engine/repository.h"
+#include "engine/repository_access.h"
 #include "targets/open_target.h"
 
 namespace keel::cli {
@@ -44,6 +45,8 @@ class App {
   // on the terminal. Throws Error(kUsage) if none can be had.
   std::string password(const std::string& prompt = "repository password: ");
   std::unique_ptr<engine::Repository> open_repository();
+  // --repo and the options that go with it (engine/repository_access.h).
+  engine::RepositoryAccess repository_access() const;
   // The target named by --repo; `create` makes the directory or bucket.
   std::unique_ptr<targets::Target> open_target(bool create);
 

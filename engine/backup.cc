@@ -9,6 +9,7 @@
 #include "engine/blob_codec.h"
 #include "engine/catalog_copy.h"
 #include "engine/blob_index.h"
+#include "engine/chunk_sealer.h"
 #include "engine/chunker.h"
 #include "engine/compress.h"
 #include "engine/lease.h"
@@ -291,17 +292,10 @@ class BackupRun : public SourceSink {
 
   // Runs on a worker: names, dedupes, compresses, seals and packs a chunk.
   void store_chunk(ByteView data, ContentRef& ref) {
-    ref.chunk = keyed_id(repo_.keys().id, data);
+    ref.chunk = chunk_id(repo_, data);
     if (!index_.claim(ref.chunk)) return;
-    thread_local std::unique_ptr<Compressor> compressor;
-    thread_local int compressor_level = -1;
-    int level = repo_.config().compression_level;
-    if (level > 0 && compressor_level != level) {
-      compressor = std::make_unique<Compressor>(level);
-      compressor_level = level;
-    }
-    thread_local Bytes sealed, scratch;
-    seal_blob(repo_.keys().data, level > 0 ? compressor.get() : nullptr, ref.chunk, data, sealed, scratch);
+    thread_local Bytes sealed;
+    seal_chunk(repo_, ref.chunk, data, sealed);
     progress_.bytes_added += sealed.size();
     ++progress_.chunks_added;
     data_packs_.add(ref.chunk, static_cast<uint32_t>(data.size()), sealed);

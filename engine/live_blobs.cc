@@ -85,14 +85,17 @@ void LiveBlobs::mark(Repository& repo, const catalog::SnapshotRecord& snapshot) 
     for (const TreeEntry& entry : tree.entries) {
       if (entry.meta.type == NodeType::kDir) pending.push_back(entry.subtree);
       for (const ContentRef& ref : entry.content) {
-        if (ref.hole) continue;
-        if (std::optional<size_t> chunk = find(ref.chunk)) {
-          set_mark(*chunk);
-        } else {
-          ++unindexed_;
-        }
+        if (!ref.hole) mark_chunk(ref.chunk);
       }
     }
+  }
+}
+
+void LiveBlobs::mark_chunk(const Id& chunk) {
+  if (std::optional<size_t> row = find(chunk)) {
+    set_mark(*row);
+  } else {
+    ++unindexed_;
   }
 }
 

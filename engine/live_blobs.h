@@ -31,6 +31,9 @@ class LiveBlobs {
   // delete anything.
   void mark(Repository& repo, const catalog::SnapshotRecord& snapshot);
 
+  // Marks a chunk used outside snapshots (PruneOptions::extra_roots).
+  void mark_chunk(const Id& chunk);
+
   // Whether a snapshot marked so far references `blob`. Blobs that were not
   // loaded count as live: this scan knows nothing of them.
   bool live(const Id& blob) const;

@@ -85,10 +85,15 @@ class PruneRun {
       live_->mark(repo_, s);
       marked_snapshots_.insert(s.id);
     }
+    mark_extra_roots();
     result_.snapshots = snapshots.size();
     result_.packs = packs_.size();
     result_.blobs = live_->blobs();
     result_.unindexed_references = live_->unindexed_references();
+  }
+
+  void mark_extra_roots() {
+    if (options_.extra_roots) options_.extra_roots([this](const Id& chunk) { live_->mark_chunk(chunk); });
   }
 
   // Phase 1's decisions: packs to condemn and packs to repack.
@@ -228,6 +233,7 @@ class PruneRun {
       for (const catalog::SnapshotRecord& s : repo_.catalog().list_snapshots()) {
         if (marked_snapshots_.insert(s.id).second) live_->mark(repo_, s);
       }
+      mark_extra_roots();
     }
     std::map<Id, catalog::PackRecord> packs;
     for (catalog::PackRecord& p : repo_.catalog().list_packs()) packs.emplace(p.id, std::move(p));

@@ -3,7 +3,8 @@
 // no lock (docs/maintenance.md has the reasoning):
 //
 // 1. Mark: sync the catalog with the target (snapshots and packs of other
-//    hosts), then mark every blob reachable from a snapshot (LiveBlobs).
+//    hosts), then mark every blob reachable from a snapshot (LiveBlobs) or
+//    named by PruneOptions::extra_roots.
 // 2. Condemn: packs without a live blob are condemned: recorded on the
 //    target (condemned/<id>, see condemnation.h) and in the catalog.
 //    Backups that start later no longer dedupe against them. Packs whose
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -30,6 +32,9 @@
 
 namespace keel::engine {
 
+// Calls `mark` for every chunk in use outside snapshots.
+using ChunkRoots = std::function<void(const std::function<void(const Id& chunk)>& mark)>;
+
 struct PruneOptions {
   std::chrono::seconds grace{24 * 3600};  // from condemnation to deletion; 0: both in one run
   double repack_threshold = 0.5;          // repack packs whose live share is below this; 0: never
@@ -37,6 +42,10 @@ struct PruneOptions {
   bool dry_run = false;                   // decide and report, change nothing
   UnixClock clock = unix_now;             // tests move time
   const std::atomic<bool>* cancel = nullptr;
+  // Chunks that something other than snapshots still needs (the gateway's
+  // objects in dedupe buckets): live like a snapshot's. Asked when marking
+  // and again before deleting, so chunks referenced meanwhile stay.
+  ChunkRoots extra_roots;
 };
 
 enum class PackAction {

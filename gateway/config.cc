@@ -48,6 +48,13 @@ class Section {
     return *value;
   }
 
+  // "true" or "false" (default false).
+  bool flag(const std::string& key) const {
+    const std::string value = get(key).value_or("false");
+    if (value != "true" && value != "false") fail(key, "must be true or false");
+    return value == "true";
+  }
+
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
     throw Error(ErrorKind::kUsage, where_ + " key '" + key + "': " + problem);
   }
@@ -84,6 +91,8 @@ void parse_server(const Section& s, GatewayConfig& config) {
 }
 
 }  // namespace
+
+std::string bucket_mode_name(BucketMode mode) { return mode == BucketMode::kDedupe ? "dedupe" : "raw"; }
 
 ListenAddress parse_listen_address(const std::string& text, bool tls) {
   ListenAddress out;
@@ -154,7 +163,9 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       if (!access_keys.insert(user.access_key).second) s.fail("access_key", "another user has the same key");
       config.users.push_back(std::move(user));
     } else if (section_name.starts_with("bucket:")) {
-      const Section s(section, where, {"owner", "grants", "mode", "path"});
+      const Section s(section, where,
+                      {"owner", "grants", "mode", "path", "repository", "password_file", "password_env", "catalog",
+                       "endpoint", "region", "aws_profile", "ca_file", "insecure_tls", "virtual_hosted"});
       BucketConfig bucket;
       bucket.name = section_name.substr(7);
       if (!is_valid_bucket_name(bucket.name)) s.fail("bucket", "'" + bucket.name + "' is not a valid S3 bucket name");
@@ -166,8 +177,32 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
         bucket.grants[grant.substr(0, colon)] = parse_access(grant.substr(colon + 1));
       }
       const std::string mode = s.get("mode").value_or("raw");
-      if (mode != "raw") s.fail("mode", "'" + mode + "': only raw is supported so far (see docs/gateway.md)");
-      bucket.path = s.require("path");
+      if (mode == "raw") {
+        bucket.path = s.require("path");
+        for (const char* key : {"repository", "password_file", "password_env", "catalog", "endpoint", "region",
+                                "aws_profile", "ca_file", "insecure_tls", "virtual_hosted"}) {
+          if (s.get(key)) s.fail(key, "only for mode = dedupe");
+        }
+      } else if (mode == "dedupe") {
+        bucket.mode = BucketMode::kDedupe;
+        if (s.get("path")) s.fail("path", "only for mode = raw (a dedupe bucket names its repository)");
+        engine::RepositoryAccess& repo = bucket.repository;
+        repo.location = s.require("repository");
+        repo.password_file = s.get("password_file").value_or("");
+        repo.password_env = s.get("password_env").value_or("");
+        if (repo.password_file.empty() && repo.password_env.empty()) {
+          s.fail("password_file", "a dedupe bucket needs password_file or password_env");
+        }
+        repo.catalog = s.get("catalog").value_or("");
+        repo.target.endpoint = s.get("endpoint").value_or("");
+        repo.target.region = s.get("region").value_or("");
+        repo.target.profile = s.get("aws_profile").value_or("");
+        repo.target.ca_file = s.get("ca_file").value_or("");
+        repo.target.insecure_tls = s.flag("insecure_tls");
+        repo.target.virtual_hosted = s.flag("virtual_hosted");
+      } else {
+        s.fail("mode", "'" + mode + "': expected raw or dedupe");
+      }
       config.buckets.push_back(std::move(bucket));
     } else {
       throw Error(ErrorKind::kUsage, where + ": unknown section (expected server, user:NAME or bucket:NAME)");

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/repository_access.h"
+
 namespace keel::gateway {
 
 struct ListenAddress {
@@ -27,7 +29,12 @@ struct User {
 // What a user may do in a bucket. Ordered: each level includes the ones before.
 enum class Access { kNone, kRead, kWrite, kOwner };
 
-enum class BucketMode { kRaw };
+// raw: objects as plain files; dedupe: chunked, deduplicated, compressed and
+// encrypted into a keel repository.
+enum class BucketMode { kRaw, kDedupe };
+
+// "raw" or "dedupe", as the configuration and the metadata database spell it.
+std::string bucket_mode_name(BucketMode mode);
 
 struct BucketConfig {
   std::string name;
@@ -35,6 +42,9 @@ struct BucketConfig {
   std::map<std::string, Access> grants;  // other users, by name
   BucketMode mode = BucketMode::kRaw;
   std::string path;  // raw: the directory holding the bucket's objects
+  // dedupe: the repository (location as keel --repo takes it, target
+  // options, password source, catalog).
+  engine::RepositoryAccess repository;
 };
 
 struct GatewayConfig {

@@ -72,6 +72,10 @@ const std::vector<catalog::Migration> kMigrations = {
     {
         "ALTER TABLE objects ADD COLUMN tags BLOB NOT NULL DEFAULT x'00'",
     },
+    // 5: the bucket's storage mode; a dedupe bucket's path is its repository's location.
+    {
+        "ALTER TABLE buckets ADD COLUMN mode TEXT NOT NULL DEFAULT 'raw'",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -132,9 +136,10 @@ void MetadataStore::transaction(const std::function<void()>& fn) { catalog::imme
 
 void MetadataStore::put_bucket(const BucketRecord& b) {
   StatementScope s(impl_->db.cached(
-      "INSERT INTO buckets(name, owner, created_ns, path, configured, versioning, object_lock)"
-      " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO"
-      " UPDATE SET owner = excluded.owner, path = excluded.path, configured = excluded.configured"));
+      "INSERT INTO buckets(name, owner, created_ns, path, configured, versioning, object_lock, mode)"
+      " VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO"
+      " UPDATE SET owner = excluded.owner, path = excluded.path, configured = excluded.configured,"
+      " mode = excluded.mode"));
   s->bind_text(1, b.name);
   s->bind_text(2, b.owner);
   s->bind_int64(3, b.created_ns);
@@ -142,13 +147,14 @@ void MetadataStore::put_bucket(const BucketRecord& b) {
   s->bind_int64(5, b.configured ? 1 : 0);
   s->bind_text(6, b.versioning);
   s->bind_int64(7, b.object_lock ? 1 : 0);
+  s->bind_text(8, b.mode);
   s->run();
 }
 
 namespace {
 constexpr const char* kBucketColumns =
     "name, owner, created_ns, path, configured, versioning, object_lock, default_retention_mode,"
-    " default_retention_days, default_retention_years";
+    " default_retention_days, default_retention_years, mode";
 BucketRecord read_bucket(Statement& s) {
   return {s.column_text(0),
           s.column_text(1),
@@ -157,7 +163,8 @@ BucketRecord read_bucket(Statement& s) {
           s.column_int64(4) != 0,
           s.column_text(5),
           s.column_int64(6) != 0,
-          {s.column_text(7), static_cast<int>(s.column_int64(8)), static_cast<int>(s.column_int64(9))}};
+          {s.column_text(7), static_cast<int>(s.column_int64(8)), static_cast<int>(s.column_int64(9))},
+          s.column_text(10)};
 }
 }  // namespace
 

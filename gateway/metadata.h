@@ -35,17 +35,20 @@ struct BucketRecord {
   std::string name;
   std::string owner;
   int64_t created_ns = 0;
-  std::string path;  // raw mode: the directory holding its files
+  std::string path;  // raw mode: the directory holding its files; dedupe mode: the repository location
   bool configured = false;  // from the configuration file (not deletable through the API)
   std::string versioning;   // "" (never enabled), "Enabled" or "Suspended"
   bool object_lock = false;  // created with Object Lock (versioning then stays Enabled)
   DefaultRetention default_retention;
+  std::string mode = "raw";  // "raw" or "dedupe" (config.h's bucket_mode_name)
 };
 
 // The version id of objects written while versioning was off or suspended.
 inline constexpr std::string_view kNullVersion = "null";
 
-// A file holding a stretch of an object's bytes, by its name in the bucket's directory.
+// A stretch of an object's bytes by its reference in the bucket's storage
+// (bucket_storage.h): raw mode, a file name in the bucket's directory; dedupe
+// mode, the list of its chunks.
 struct Segment {
   std::string file;
   uint64_t length = 0;
@@ -149,7 +152,7 @@ class MetadataStore {
 
   // The bytes all versions in `bucket` hold.
   uint64_t bucket_bytes(const std::string& bucket);
-  // Every file the objects and parts of `bucket` use.
+  // Every segment reference the objects and parts of `bucket` use.
   std::vector<std::string> referenced_files(const std::string& bucket);
 
  private:

@@ -1,6 +1,7 @@
 #include "gateway/metrics.h"
 
 #include <algorithm>
+#include <ostream>
 #include <sstream>
 
 namespace keel::gateway {
@@ -8,6 +9,41 @@ namespace keel::gateway {
 namespace {
 
 std::string label(const std::string& operation) { return "operation=\"" + operation + "\""; }
+
+std::string escape_label(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
+
+void render_dedupe(std::ostream& out, const std::vector<DedupeFigures>& figures) {
+  if (figures.empty()) return;
+  const auto header = [&](const char* name, const char* type, const char* help) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  };
+  const auto labelled = [](const char* name, const DedupeFigures& f) {
+    return std::string(name) + "{repository=\"" + escape_label(f.repository) + "\"} ";
+  };
+  header("keel_gateway_dedupe_logical_bytes_total", "counter",
+         "Bytes clients wrote to dedupe buckets since the gateway started, by repository.");
+  for (const auto& f : figures) out << labelled("keel_gateway_dedupe_logical_bytes_total", f) << f.logical_bytes << "\n";
+  header("keel_gateway_dedupe_stored_bytes_total", "counter",
+         "Bytes added to the repository for them (new chunks, compressed and sealed).");
+  for (const auto& f : figures) out << labelled("keel_gateway_dedupe_stored_bytes_total", f) << f.stored_bytes << "\n";
+  header("keel_gateway_dedupe_ratio", "gauge",
+         "Logical bytes written per byte added to the repository (1 before any write, +Inf while all deduplicated).");
+  for (const auto& f : figures) {
+    out << labelled("keel_gateway_dedupe_ratio", f);
+    if (f.stored_bytes > 0) {
+      out << static_cast<double>(f.logical_bytes) / static_cast<double>(f.stored_bytes) << "\n";
+    } else {
+      out << (f.logical_bytes == 0 ? "1" : "+Inf") << "\n";
+    }
+  }
+}
 
 }  // namespace
 
@@ -25,6 +61,11 @@ void Metrics::record(const std::string& operation, int status, uint64_t bytes_in
   if (bound != bounds_.end()) ++latency.buckets[static_cast<size_t>(bound - bounds_.begin())];
   ++latency.count;
   latency.sum += seconds;
+}
+
+void Metrics::set_dedupe_source(std::function<std::vector<DedupeFigures>()> source) {
+  std::lock_guard lock(mutex_);
+  dedupe_source_ = std::move(source);
 }
 
 std::string Metrics::render() const {
@@ -55,6 +96,7 @@ std::string Metrics::render() const {
     out << "keel_gateway_request_duration_seconds_sum{" << label(operation) << "} " << latency.sum << "\n";
     out << "keel_gateway_request_duration_seconds_count{" << label(operation) << "} " << latency.count << "\n";
   }
+  if (dedupe_source_) render_dedupe(out, dedupe_source_());
   return out.str();
 }
 

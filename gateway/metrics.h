@@ -1,9 +1,11 @@
 // The gateway's Prometheus metrics: requests by S3 operation and status,
-// bytes received and sent, and a request latency histogram, rendered in the
-// Prometheus text exposition format for GET /metrics. Thread-safe.
+// bytes received and sent, a request latency histogram and the dedupe ratio
+// of each repository behind dedupe buckets, rendered in the Prometheus text
+// exposition format for GET /metrics. Thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -11,6 +13,13 @@
 #include <vector>
 
 namespace keel::gateway {
+
+// What dedupe buckets wrote into one repository since the gateway started.
+struct DedupeFigures {
+  std::string repository;  // its location
+  uint64_t logical_bytes = 0;  // object and part bytes clients wrote
+  uint64_t stored_bytes = 0;   // bytes added to the repository for them (sealed chunks)
+};
 
 class Metrics {
  public:
@@ -20,6 +29,9 @@ class Metrics {
   // refused before routing), HTTP status, body bytes in and out, and the
   // seconds from its head arriving to its response written.
   void record(const std::string& operation, int status, uint64_t bytes_in, uint64_t bytes_out, double seconds);
+
+  // Asked at each render for the dedupe figures.
+  void set_dedupe_source(std::function<std::vector<DedupeFigures>()> source);
 
   // Text exposition format, version 0.0.4.
   std::string render() const;
@@ -37,6 +49,7 @@ class Metrics {
   std::map<std::string, uint64_t> bytes_in_;
   std::map<std::string, uint64_t> bytes_out_;
   std::map<std::string, Latency> latency_;
+  std::function<std::vector<DedupeFigures>()> dedupe_source_;
 };
 
 }  // namespace keel::gateway

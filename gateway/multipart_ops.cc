@@ -73,7 +73,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
-  auto writer = std::make_shared<RawFiles::Writer>(bucket->files.create());
+  std::shared_ptr<BucketStorage::Writer> writer = bucket->storage->create();
   return body_reader(
       call,
       [writer](ByteView data) {
@@ -92,10 +92,10 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
           });
         }
         if (!upload_exists) {
-          bucket->files.remove(part.file);
+          bucket->storage->remove(part.file);
           throw S3Error("NoSuchUpload", "the upload '" + upload.upload_id + "' was completed or aborted meanwhile");
         }
-        if (replaced) bucket->files.remove(*replaced);
+        if (replaced) bucket->storage->remove(*replaced);
         Response r;
         r.headers.emplace_back("etag", quoted(part.etag));
         if (checks.checksum()) {
@@ -115,41 +115,32 @@ Response S3Api::upload_part_copy(const Call& call) {
   source_request.key = source.key;
   const auto from = bucket_for(Call{source_request, call.user, call.auth}, Access::kRead);
   std::optional<ObjectRecord> object;
+  std::unique_ptr<BodyProducer> source_bytes;
+  ByteRange range;
   {
     std::lock_guard lock(mutex_);
     object = metadata_.object(from->record.name, source_request.key, source.version_id);
-  }
-  if (!object || object->delete_marker) throw S3Error("NoSuchKey", "the copy source '" + source_request.key + "' does not exist");
-  ByteRange range{0, object->size};
-  if (call.request.has_header("x-amz-copy-source-range")) {
-    auto parsed = parse_range(call.request.header("x-amz-copy-source-range"), object->size);
-    if (!parsed) throw S3Error("InvalidArgument", "x-amz-copy-source-range must be bytes=first-last");
-    range = *parsed;
-  }
-  if (range.length > kMaxPartSize) throw S3Error("EntityTooLarge", "a part is at most 5 GiB");
-
-  // Copies the range, which may span several of the source's files, into one new file.
-  Digest md5(DigestAlgorithm::kMd5);
-  RawFiles::Writer writer = bucket->files.create();
-  uint64_t skip = range.first, left = range.length;
-  for (const auto& segment : object->segments) {
-    if (left == 0) break;
-    if (skip >= segment.length) {
-      skip -= segment.length;
-      continue;
+    if (!object || object->delete_marker) {
+      throw S3Error("NoSuchKey", "the copy source '" + source_request.key + "' does not exist");
     }
-    const uint64_t take = std::min(left, segment.length - skip);
-    writer.append_from(from->files, segment.file, skip, take, [&](ByteView data) { md5.update(data); });
-    skip = 0;
-    left -= take;
+    range = {0, object->size};
+    if (call.request.has_header("x-amz-copy-source-range")) {
+      auto parsed = parse_range(call.request.header("x-amz-copy-source-range"), object->size);
+      if (!parsed) throw S3Error("InvalidArgument", "x-amz-copy-source-range must be bytes=first-last");
+      range = *parsed;
+    }
+    if (range.length > kMaxPartSize) throw S3Error("EntityTooLarge", "a part is at most 5 GiB");
+    source_bytes = from->storage->read(object->segments, range.first, range.length);
   }
-  PartRecord part{number, range.length, to_hex(md5.finish()), now_ns(), writer.commit()};
+  Digest md5(DigestAlgorithm::kMd5);
+  std::string file = copy_bytes(*source_bytes, range.length, *bucket->storage, [&](ByteView data) { md5.update(data); });
+  PartRecord part{number, range.length, to_hex(md5.finish()), now_ns(), std::move(file)};
   std::optional<std::string> replaced;
   {
     std::lock_guard lock(mutex_);
     replaced = metadata_.put_part(upload.upload_id, part);
   }
-  if (replaced) bucket->files.remove(*replaced);
+  if (replaced) bucket->storage->remove(*replaced);
   XmlWriter xml;
   xml.open("CopyPartResult", kS3Namespace).element("LastModified", iso8601(part.modified_ns)).element("ETag", quoted(part.etag));
   return xml_response(xml.finish());
@@ -215,7 +206,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       });
       for (const auto& segment : replaced) unused.push_back(segment.file);
     }
-    for (const auto& file : unused) bucket->files.remove(file);
+    for (const auto& file : unused) bucket->storage->remove(file);
     XmlWriter xml;
     xml.open("CompleteMultipartUploadResult", kS3Namespace)
         .element("Location", "/" + object.bucket + "/" + object.key)
@@ -236,7 +227,7 @@ Response S3Api::abort_upload(const Call& call) {
     std::lock_guard lock(mutex_);
     metadata_.transaction([&] { files = metadata_.delete_upload(upload.upload_id); });
   }
-  for (const auto& file : files) bucket->files.remove(file);
+  for (const auto& file : files) bucket->storage->remove(file);
   Response r;
   r.status = 204;
   return r;

@@ -16,51 +16,9 @@ namespace {
 
 constexpr uint64_t kMaxPutSize = 5ull << 30;  // S3's limit for one PutObject or part
 
-// Reads a stretch of an object from its segment files, opened up front so
-// that an overwrite committed meanwhile (which unlinks them) cannot break it.
-class SegmentReader final : public BodyProducer {
- public:
-  SegmentReader(const RawFiles& files, const std::vector<Segment>& segments, ByteRange range) : left_(range.length) {
-    uint64_t skip = range.first;
-    for (const auto& segment : segments) {
-      if (skip >= segment.length) {
-        skip -= segment.length;
-        continue;
-      }
-      pieces_.push_back({files.open(segment.file), skip, segment.length - skip, files.root() + "/" + segment.file});
-      skip = 0;
-    }
-  }
-
-  size_t read(std::span<uint8_t> out) override {
-    size_t total = 0;
-    while (total < out.size() && left_ > 0 && next_ < pieces_.size()) {
-      Piece& piece = pieces_[next_];
-      const size_t want = static_cast<size_t>(std::min<uint64_t>({out.size() - total, piece.left, left_}));
-      const size_t got = pread_full(piece.fd.get(), out.subspan(total, want), static_cast<off_t>(piece.offset), piece.path);
-      if (got != want) throw Error(ErrorKind::kTargetIo, piece.path + ": shorter than its recorded length");
-      piece.offset += got;
-      piece.left -= got;
-      left_ -= got;
-      total += got;
-      if (piece.left == 0) ++next_;
-    }
-    return total;
-  }
-
- private:
-  struct Piece {
-    UniqueFd fd;
-    uint64_t offset;
-    uint64_t left;
-    std::string path;
-  };
-  std::vector<Piece> pieces_;
-  size_t next_ = 0;
-  uint64_t left_;
-};
-
-void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& request) {
+// `ranged`: the response carries part of the object, which the stored
+// whole-object checksum does not describe (S3 leaves it out too).
+void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& request, bool ranged) {
   bool has_type = false;
   for (const auto& header : o.headers) {
     has_type = has_type || header.first == "content-type";
@@ -70,7 +28,7 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
   r.headers.emplace_back("etag", quoted(o.etag));
   r.headers.emplace_back("last-modified", http_date(o.modified_ns / 1'000'000'000));
   r.headers.emplace_back("accept-ranges", "bytes");
-  if (!o.checksum_algorithm.empty() && request.header("x-amz-checksum-mode") == "ENABLED") {
+  if (!ranged && !o.checksum_algorithm.empty() && request.header("x-amz-checksum-mode") == "ENABLED") {
     r.headers.emplace_back("x-amz-checksum-" + o.checksum_algorithm, o.checksum);
   }
   if (!o.lock.mode.empty()) {
@@ -106,7 +64,7 @@ bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object) {
     object.version_id = version_id_for(bucket.record.versioning);
     metadata_.transaction([&] { replaced = metadata_.put_object(object); });
   }
-  for (const auto& segment : replaced) bucket.files.remove(segment.file);
+  for (const auto& segment : replaced) bucket.storage->remove(segment.file);
   return versioned;
 }
 
@@ -151,13 +109,13 @@ S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const 
       deletion.delete_marker = true;
     });
   }
-  for (const auto& segment : unused) bucket.files.remove(segment.file);
+  for (const auto& segment : unused) bucket.storage->remove(segment.file);
   return deletion;
 }
 
 std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  auto writer = std::make_shared<RawFiles::Writer>(bucket->files.create());
+  std::shared_ptr<BucketStorage::Writer> writer = bucket->storage->create();
   ObjectRecord object;
   object.bucket = bucket->record.name;
   object.key = call.request.key;
@@ -200,7 +158,7 @@ Response S3Api::sosapi_object(const Bucket& bucket, SosapiDocument document, boo
       std::lock_guard lock(mutex_);
       used = metadata_.bucket_bytes(bucket.record.name);
     }
-    r.body = sosapi_capacity_xml(bucket.files.root(), used);
+    r.body = sosapi_capacity_xml(bucket.storage->capacity_path(), used);
   }
   const int64_t now = now_ns();
   r.headers = {{"content-type", "application/xml"},
@@ -258,11 +216,11 @@ Response S3Api::get_object(const Call& call, bool head) {
     if (head) {
       r.head_length = served.length;
     } else {
-      r.stream = std::make_unique<SegmentReader>(bucket->files, object->segments, served);
+      r.stream = bucket->storage->read(object->segments, served.first, served.length);
       r.stream_length = served.length;
     }
   }
-  add_object_headers(r, *object, call.request);
+  add_object_headers(r, *object, call.request, r.status == 206);
   add_version_header(r, versioned, object->version_id);
   return r;
 }
@@ -302,11 +260,13 @@ Response S3Api::copy_object(const Call& call) {
   const auto from = bucket_for(source_call, Access::kRead);
   const auto to = bucket_for(call, Access::kWrite);
   std::optional<ObjectRecord> object;
+  std::unique_ptr<BodyProducer> source_bytes;
   {
     std::lock_guard lock(mutex_);
     object = metadata_.object(from->record.name, source.key, source.version_id);
+    if (object && !object->delete_marker) source_bytes = from->storage->read(object->segments, 0, object->size);
   }
-  if (!object || object->delete_marker) {
+  if (!source_bytes) {
     throw S3Error("NoSuchKey", "the copy source '" + source.key + "' does not exist");
   }
   const std::string directive = call.request.header("x-amz-metadata-directive");
@@ -330,10 +290,7 @@ Response S3Api::copy_object(const Call& call) {
     throw S3Error("InvalidArgument", "x-amz-tagging-directive must be COPY or REPLACE");
   }
   copy.modified_ns = now_ns();
-  copy.segments.clear();
-  for (const auto& segment : object->segments) {
-    copy.segments.push_back({to->files.copy(from->files, segment.file, segment.length), segment.length});
-  }
+  copy.segments = {{copy_bytes(*source_bytes, object->size, *to->storage), object->size}};
   const bool versioned = commit_object(*to, copy);
   XmlWriter xml;
   xml.open("CopyObjectResult", kS3Namespace)

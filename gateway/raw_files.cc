@@ -28,69 +28,113 @@ std::string new_name() {
   return "data/" + id.substr(0, 2) + "/" + id;
 }
 
+// Reads a stretch of an object from its segment files, opened up front so
+// that an overwrite committed meanwhile (which unlinks them) cannot break it.
+class SegmentReader final : public BodyProducer {
+ public:
+  explicit SegmentReader(uint64_t length) : left_(length) {}
+
+  void add(UniqueFd fd, uint64_t offset, uint64_t length, std::string path) {
+    pieces_.push_back({std::move(fd), offset, length, std::move(path)});
+  }
+
+  size_t read(std::span<uint8_t> out) override {
+    size_t total = 0;
+    while (total < out.size() && left_ > 0 && next_ < pieces_.size()) {
+      Piece& piece = pieces_[next_];
+      const size_t want = static_cast<size_t>(std::min<uint64_t>({out.size() - total, piece.left, left_}));
+      const size_t got = pread_full(piece.fd.get(), out.subspan(total, want), static_cast<off_t>(piece.offset), piece.path);
+      if (got != want) throw Error(ErrorKind::kTargetIo, piece.path + ": shorter than its recorded length");
+      piece.offset += got;
+      piece.left -= got;
+      left_ -= got;
+      total += got;
+      if (piece.left == 0) ++next_;
+    }
+    return total;
+  }
+
+ private:
+  struct Piece {
+    UniqueFd fd;
+    uint64_t offset;
+    uint64_t left;
+    std::string path;
+  };
+  std::vector<Piece> pieces_;
+  size_t next_ = 0;
+  uint64_t left_;
+};
+
 }  // namespace
+
+class RawFiles::FileWriter final : public BucketStorage::Writer {
+ public:
+  FileWriter(const RawFiles& files, std::string name)
+      : files_(files), name_(std::move(name)), temp_path_(files.root_ + "/tmp/" + fs::path(name_).filename().string()) {
+    fd_ = open_or_throw(temp_path_, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
+
+  ~FileWriter() override {
+    if (!committed_) ::unlink(temp_path_.c_str());
+  }
+
+  void write(ByteView data) override {
+    write_all(fd_.get(), data, temp_path_);
+    size_ += data.size();
+  }
+
+  uint64_t size() const override { return size_; }
+
+  std::string commit() override {
+    fsync_or_throw(fd_.get(), temp_path_);
+    fd_.reset();
+    const std::string final_path = files_.path(name_);
+    const std::string dir = fs::path(final_path).parent_path().string();
+    make_dirs(dir);
+    if (::rename(temp_path_.c_str(), final_path.c_str()) != 0) {
+      throw_errno("rename " + temp_path_ + " to " + final_path, errno);
+    }
+    committed_ = true;
+    fsync_dir(dir);
+    return name_;
+  }
+
+ private:
+  const RawFiles& files_;
+  std::string name_;  // data/xx/id
+  std::string temp_path_;
+  UniqueFd fd_;
+  uint64_t size_ = 0;
+  bool committed_ = false;
+};
 
 RawFiles::RawFiles(std::string root) : root_(std::move(root)) {
   make_dirs(root_ + "/data");
   make_dirs(root_ + "/tmp");
 }
 
-RawFiles::Writer::Writer(const RawFiles& files, std::string name)
-    : files_(&files), name_(std::move(name)), temp_path_(files.root_ + "/tmp/" + fs::path(name_).filename().string()) {
-  fd_ = open_or_throw(temp_path_, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-}
+std::unique_ptr<BucketStorage::Writer> RawFiles::create() { return std::make_unique<FileWriter>(*this, new_name()); }
 
-RawFiles::Writer::~Writer() {
-  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
-}
-
-void RawFiles::Writer::write(ByteView data) {
-  write_all(fd_.get(), data, temp_path_);
-  size_ += data.size();
-}
-
-std::string RawFiles::Writer::commit() {
-  fsync_or_throw(fd_.get(), temp_path_);
-  fd_.reset();
-  const std::string final_path = files_->path(name_);
-  const std::string dir = fs::path(final_path).parent_path().string();
-  make_dirs(dir);
-  if (::rename(temp_path_.c_str(), final_path.c_str()) != 0) throw_errno("rename " + temp_path_ + " to " + final_path, errno);
-  committed_ = true;
-  fsync_dir(dir);
-  return name_;
-}
-
-RawFiles::Writer RawFiles::create() const { return Writer(*this, new_name()); }
-
-void RawFiles::Writer::append_from(const RawFiles& source, const std::string& file, uint64_t offset, uint64_t length,
-                                   const std::function<void(ByteView)>& observe) {
-  constexpr size_t kBuffer = 1 << 20;
-  const UniqueFd in = source.open(file);
-  const std::string in_path = source.path(file);
-  Bytes buffer(static_cast<size_t>(std::min<uint64_t>(kBuffer, std::max<uint64_t>(length, 1))));
-  for (uint64_t done = 0; done < length;) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), length - done));
-    const size_t got = pread_full(in.get(), std::span(buffer).first(want), static_cast<off_t>(offset + done), in_path);
-    if (got != want) throw Error(ErrorKind::kTargetIo, in_path + ": shorter than its recorded length");
-    const ByteView piece(buffer.data(), got);
-    if (observe) observe(piece);
-    write(piece);
-    done += got;
+std::unique_ptr<BodyProducer> RawFiles::read(const std::vector<Segment>& segments, uint64_t first, uint64_t length) {
+  auto reader = std::make_unique<SegmentReader>(length);
+  uint64_t skip = first;
+  for (const auto& segment : segments) {
+    if (skip >= segment.length) {
+      skip -= segment.length;
+      continue;
+    }
+    reader->add(open(segment.file), skip, segment.length - skip, path(segment.file));
+    skip = 0;
   }
-}
-
-std::string RawFiles::copy(const RawFiles& source, const std::string& file, uint64_t length) const {
-  Writer writer = create();
-  writer.append_from(source, file, 0, length);
-  return writer.commit();
+  return reader;
 }
 
 UniqueFd RawFiles::open(const std::string& file) const { return open_or_throw(path(file), O_RDONLY | O_CLOEXEC); }
 
-void RawFiles::remove(const std::string& file) const noexcept { ::unlink(path(file).c_str()); }
+void RawFiles::remove(const std::string& file) noexcept { ::unlink(path(file).c_str()); }
 
-size_t RawFiles::remove_orphans(const std::set<std::string>& referenced) const {
+size_t RawFiles::remove_orphans(const std::set<std::string>& referenced) {
   size_t removed = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root_ + "/tmp", ec)) {

@@ -6,7 +6,10 @@
 #include <sstream>
 
 #include "gateway/aws_chunked.h"
+#include "gateway/dedupe_storage.h"
+#include "gateway/garbage_collection.h"
 #include "gateway/payload_checks.h"
+#include "gateway/raw_files.h"
 #include "gateway/s3_api_util.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -78,22 +81,24 @@ class CheckedBody final : public RequestBody {
 
 S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
     : config_(std::move(config)),
+      state_lock_(lock_state(config_)),
       clock_(std::move(clock)),
-      metadata_([&] {
-        std::filesystem::create_directories(config_.state_dir);
-        return config_.state_dir + "/gateway.db";
-      }()) {
+      metadata_(config_.state_dir + "/gateway.db") {
   std::set<std::string> configured;
   for (const auto& b : config_.buckets) {
     const auto existing = metadata_.bucket(b.name);
-    BucketRecord record{b.name, b.owner, existing ? existing->created_ns : now_ns(), b.path, true,
-                        existing ? existing->versioning : ""};
+    const bool dedupe = b.mode == BucketMode::kDedupe;
+    if (dedupe) open_repository(b);
+    BucketRecord record{b.name, b.owner, existing ? existing->created_ns : now_ns(),
+                        dedupe ? b.repository.location : b.path, true, existing ? existing->versioning : ""};
+    record.mode = bucket_mode_name(b.mode);
     metadata_.put_bucket(record);
     add_bucket(record, b.grants);
     configured.insert(b.name);
   }
   for (auto& record : metadata_.buckets()) {
     if (configured.contains(record.name)) continue;
+    if (record.mode != bucket_mode_name(BucketMode::kRaw)) continue;
     if (record.configured) {  // dropped from the configuration: served as an API-created bucket of its owner
       record.configured = false;
       metadata_.put_bucket(record);
@@ -102,17 +107,38 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
   }
   for (const auto& [name, bucket] : buckets_) {
     const auto files = metadata_.referenced_files(name);
-    bucket->files.remove_orphans(std::set<std::string>(files.begin(), files.end()));
+    bucket->storage->remove_orphans(std::set<std::string>(files.begin(), files.end()));
   }
 }
 
 S3Api::~S3Api() = default;
 
 std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<std::string, Access> grants) {
-  RawFiles files(record.path);
-  auto bucket = std::make_shared<Bucket>(Bucket{std::move(record), std::move(grants), std::move(files)});
+  std::shared_ptr<BucketStorage> storage;
+  if (record.mode == bucket_mode_name(BucketMode::kDedupe)) {
+    // Local repositories report their own filesystem's capacity; others the state directory's.
+    const bool local = !record.path.starts_with("s3://");
+    storage = std::make_shared<DedupeStorage>(repositories_.at(record.path), local ? record.path : config_.state_dir);
+  } else {
+    storage = std::make_shared<RawFiles>(record.path);
+  }
+  auto bucket = std::make_shared<Bucket>(Bucket{std::move(record), std::move(grants), std::move(storage)});
   buckets_[bucket->record.name] = bucket;
   return bucket;
+}
+
+std::shared_ptr<engine::ChunkStore> S3Api::open_repository(const BucketConfig& bucket) {
+  auto& store = repositories_[bucket.repository.location];
+  if (!store) store = std::make_shared<engine::ChunkStore>(open_bucket_repository(bucket));
+  return store;
+}
+
+std::vector<DedupeFigures> S3Api::dedupe_figures() const {
+  std::vector<DedupeFigures> figures;
+  for (const auto& [location, store] : repositories_) {
+    figures.push_back({location, store->logical_bytes(), store->stored_bytes()});
+  }
+  return figures;
 }
 
 Access S3Api::access(const Bucket& bucket, const User& user) const {
@@ -282,7 +308,7 @@ Response S3Api::delete_bucket(const Call& call) {
     buckets_.erase(bucket->record.name);
   }
   std::error_code ec;
-  std::filesystem::remove_all(bucket->files.root(), ec);
+  std::filesystem::remove_all(bucket->record.path, ec);  // API-created buckets are raw
   Response r;
   r.status = 204;
   return r;

@@ -1,6 +1,7 @@
-// The S3 API over raw-mode buckets: authentication and authorisation of each
-// request, then the bucket, object, listing and multipart operations, with
-// metadata in the gateway's SQLite database and bytes in the buckets' files.
+// The S3 API: authentication and authorisation of each request, then the
+// bucket, object, listing and multipart operations, with metadata in the
+// gateway's SQLite database and bytes in each bucket's storage (raw files or
+// a keel repository, bucket_storage.h), one code path for both modes.
 // Thread-safe: the server calls it from all of its threads.
 #pragma once
 
@@ -11,12 +12,15 @@
 #include <mutex>
 #include <string>
 
+#include "engine/chunk_store.h"
+#include "gateway/bucket_storage.h"
 #include "gateway/config.h"
 #include "gateway/exchange.h"
 #include "gateway/metadata.h"
-#include "gateway/raw_files.h"
+#include "gateway/metrics.h"
 #include "gateway/sigv4_verify.h"
 #include "gateway/sosapi.h"
+#include "util/file_lock.h"
 
 namespace keel::gateway {
 
@@ -24,8 +28,10 @@ class PayloadChecks;
 
 class S3Api final : public RequestHandler {
  public:
-  // Opens <state_dir>/gateway.db, registers the configured buckets and
-  // removes files that a crash left without a committed record.
+  // Opens <state_dir>/gateway.db and the repositories of dedupe buckets,
+  // registers the configured buckets and removes files that a crash left
+  // without a committed record. A dedupe bucket no longer in the
+  // configuration is not served: its repository's access is named there.
   // `clock` gives the time requests are checked against.
   explicit S3Api(GatewayConfig config, std::function<std::time_t()> clock = [] { return std::time(nullptr); });
   ~S3Api() override;
@@ -34,11 +40,14 @@ class S3Api final : public RequestHandler {
 
   const GatewayConfig& config() const { return config_; }
 
+  // Per repository of dedupe buckets: bytes written and stored since start.
+  std::vector<DedupeFigures> dedupe_figures() const;
+
  private:
   struct Bucket {
     BucketRecord record;
     std::map<std::string, Access> grants;
-    RawFiles files;
+    std::shared_ptr<BucketStorage> storage;
   };
   struct Call {
     const S3Request& request;
@@ -58,6 +67,8 @@ class S3Api final : public RequestHandler {
   // The bucket, if it exists and the user has `needed` access in it.
   std::shared_ptr<Bucket> bucket_for(const Call& call, Access needed);
   std::shared_ptr<Bucket> add_bucket(BucketRecord record, std::map<std::string, Access> grants);
+  // The chunk store of a dedupe bucket's repository, opened once per location.
+  std::shared_ptr<engine::ChunkStore> open_repository(const BucketConfig& bucket);
 
   // Buckets.
   Response list_buckets(const Call& call);
@@ -128,10 +139,12 @@ class S3Api final : public RequestHandler {
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
 
   GatewayConfig config_;
+  FileLock state_lock_;  // keeps keel gateway gc (and a second gateway) off this state directory
   std::function<std::time_t()> clock_;
   std::mutex mutex_;  // guards metadata_ and buckets_
   MetadataStore metadata_;
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
+  std::map<std::string, std::shared_ptr<engine::ChunkStore>> repositories_;  // by location; set up at start
 };
 
 }  // namespace keel::gateway

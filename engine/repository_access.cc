@@ -1,0 +1,30 @@
+#include "engine/repository_access.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "util/error.h"
+
+namespace keel::engine {
+
+std::optional<std::string> stored_password(const RepositoryAccess& access) {
+  if (!access.password_env.empty()) {
+    if (const char* p = std::getenv(access.password_env.c_str()); p && *p) return std::string(p);
+  }
+  if (access.password_file.empty()) return std::nullopt;
+  std::ifstream in(access.password_file);
+  if (!in) throw Error(ErrorKind::kUsage, "cannot read password file " + access.password_file);
+  std::string line;
+  std::getline(in, line);
+  if (line.empty()) throw Error(ErrorKind::kUsage, "password file " + access.password_file + " is empty");
+  return line;
+}
+
+std::unique_ptr<Repository> open_repository(const RepositoryAccess& access, const std::string& password) {
+  OpenOptions options;
+  options.password = password;
+  options.catalog_path = access.catalog;
+  return Repository::open(targets::open_target(access.location, access.target), options);
+}
+
+}  // namespace keel::engine
