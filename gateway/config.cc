@@ -64,6 +64,29 @@ class Section {
   std::string where_;
 };
 
+// The keys naming a dedupe repository and how to open it.
+const std::vector<std::string> kRepositoryKeys = {"repository", "password_file", "password_env", "catalog",
+                                                  "endpoint",   "region",        "aws_profile",  "ca_file",
+                                                  "insecure_tls", "virtual_hosted"};
+
+engine::RepositoryAccess parse_repository(const Section& s) {
+  engine::RepositoryAccess repo;
+  repo.location = s.require("repository");
+  repo.password_file = s.get("password_file").value_or("");
+  repo.password_env = s.get("password_env").value_or("");
+  if (repo.password_file.empty() && repo.password_env.empty()) {
+    s.fail("password_file", "a dedupe repository needs password_file or password_env");
+  }
+  repo.catalog = s.get("catalog").value_or("");
+  repo.target.endpoint = s.get("endpoint").value_or("");
+  repo.target.region = s.get("region").value_or("");
+  repo.target.profile = s.get("aws_profile").value_or("");
+  repo.target.ca_file = s.get("ca_file").value_or("");
+  repo.target.insecure_tls = s.flag("insecure_tls");
+  repo.target.virtual_hosted = s.flag("virtual_hosted");
+  return repo;
+}
+
 void parse_server(const Section& s, GatewayConfig& config) {
   for (const auto& address : words(s.get("listen").value_or(""))) config.listen.push_back(parse_listen_address(address, false));
   for (const auto& address : words(s.get("tls_listen").value_or(""))) config.listen.push_back(parse_listen_address(address, true));
@@ -154,6 +177,9 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
                             "bucket_root", "threads", "metrics_listen"}),
                    config);
       have_server = true;
+    } else if (section_name == "dedupe") {
+      config.api_bucket_repository =
+          parse_repository(Section(section, where, std::set<std::string>(kRepositoryKeys.begin(), kRepositoryKeys.end())));
     } else if (section_name.starts_with("user:")) {
       const Section s(section, where, {"access_key", "secret_key"});
       User user{section_name.substr(5), s.require("access_key"), s.require("secret_key")};
@@ -163,9 +189,9 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       if (!access_keys.insert(user.access_key).second) s.fail("access_key", "another user has the same key");
       config.users.push_back(std::move(user));
     } else if (section_name.starts_with("bucket:")) {
-      const Section s(section, where,
-                      {"owner", "grants", "mode", "path", "repository", "password_file", "password_env", "catalog",
-                       "endpoint", "region", "aws_profile", "ca_file", "insecure_tls", "virtual_hosted"});
+      std::set<std::string> keys{"owner", "grants", "mode", "path"};
+      keys.insert(kRepositoryKeys.begin(), kRepositoryKeys.end());
+      const Section s(section, where, keys);
       BucketConfig bucket;
       bucket.name = section_name.substr(7);
       if (!is_valid_bucket_name(bucket.name)) s.fail("bucket", "'" + bucket.name + "' is not a valid S3 bucket name");
@@ -179,33 +205,19 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       const std::string mode = s.get("mode").value_or("raw");
       if (mode == "raw") {
         bucket.path = s.require("path");
-        for (const char* key : {"repository", "password_file", "password_env", "catalog", "endpoint", "region",
-                                "aws_profile", "ca_file", "insecure_tls", "virtual_hosted"}) {
+        for (const std::string& key : kRepositoryKeys) {
           if (s.get(key)) s.fail(key, "only for mode = dedupe");
         }
       } else if (mode == "dedupe") {
         bucket.mode = BucketMode::kDedupe;
         if (s.get("path")) s.fail("path", "only for mode = raw (a dedupe bucket names its repository)");
-        engine::RepositoryAccess& repo = bucket.repository;
-        repo.location = s.require("repository");
-        repo.password_file = s.get("password_file").value_or("");
-        repo.password_env = s.get("password_env").value_or("");
-        if (repo.password_file.empty() && repo.password_env.empty()) {
-          s.fail("password_file", "a dedupe bucket needs password_file or password_env");
-        }
-        repo.catalog = s.get("catalog").value_or("");
-        repo.target.endpoint = s.get("endpoint").value_or("");
-        repo.target.region = s.get("region").value_or("");
-        repo.target.profile = s.get("aws_profile").value_or("");
-        repo.target.ca_file = s.get("ca_file").value_or("");
-        repo.target.insecure_tls = s.flag("insecure_tls");
-        repo.target.virtual_hosted = s.flag("virtual_hosted");
+        bucket.repository = parse_repository(s);
       } else {
         s.fail("mode", "'" + mode + "': expected raw or dedupe");
       }
       config.buckets.push_back(std::move(bucket));
     } else {
-      throw Error(ErrorKind::kUsage, where + ": unknown section (expected server, user:NAME or bucket:NAME)");
+      throw Error(ErrorKind::kUsage, where + ": unknown section (expected server, dedupe, user:NAME or bucket:NAME)");
     }
   }
   if (!have_server) throw Error(ErrorKind::kUsage, "gateway configuration " + origin + ": no [server] section");

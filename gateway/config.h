@@ -56,6 +56,8 @@ struct GatewayConfig {
   std::vector<std::string> domains;
   std::string state_dir;    // the metadata database lives here
   std::string bucket_root;  // buckets created through the API (raw mode); default <state_dir>/buckets
+  // [dedupe]: when set, buckets created through the API are dedupe buckets in this repository.
+  std::optional<engine::RepositoryAccess> api_bucket_repository;
   unsigned threads = 4;
   // Prometheus metrics (GET /metrics, plain HTTP, no authentication).
   std::optional<ListenAddress> metrics_listen;

@@ -6,7 +6,6 @@
 #include <future>
 
 #include "engine/chunker.h"
-#include "engine/repository_access.h"
 #include "util/codec.h"
 #include "util/error.h"
 
@@ -150,11 +149,11 @@ std::unique_ptr<BodyProducer> DedupeStorage::read(const std::vector<Segment>& se
   return std::make_unique<ChunkReader>(*chunks_, std::move(needed), skip, length);
 }
 
-std::unique_ptr<engine::Repository> open_bucket_repository(const BucketConfig& bucket) {
-  const engine::RepositoryAccess& access = bucket.repository;
+std::unique_ptr<engine::Repository> open_bucket_repository(const engine::RepositoryAccess& access,
+                                                           const std::string& user) {
   const auto password = engine::stored_password(access);
   if (!password) {
-    throw Error(ErrorKind::kUsage, "bucket '" + bucket.name + "': no repository password (password_env '" +
+    throw Error(ErrorKind::kUsage, user + ": no repository password (password_env '" +
                                        access.password_env + "' is unset and there is no password_file)");
   }
   auto repo = engine::open_repository(access, *password);

@@ -16,7 +16,7 @@
 #include "engine/chunk_store.h"
 #include "engine/repository.h"
 #include "gateway/bucket_storage.h"
-#include "gateway/config.h"
+#include "engine/repository_access.h"
 #include "util/id.h"
 
 namespace keel::gateway {
@@ -37,10 +37,12 @@ class DedupeStorage final : public BucketStorage {
   std::string capacity_path_;
 };
 
-// Opens a dedupe bucket's repository with the password from its password_env
-// or password_file (Error(kUsage) when neither gives one), and indexes packs
-// a crash left on the target unindexed.
-std::unique_ptr<engine::Repository> open_bucket_repository(const BucketConfig& bucket);
+// Opens the repository of dedupe buckets with the password from its
+// password_env or password_file (Error(kUsage) naming `user`, the
+// configuration section, when neither gives one), and indexes packs a crash
+// left on the target unindexed.
+std::unique_ptr<engine::Repository> open_bucket_repository(const engine::RepositoryAccess& access,
+                                                           const std::string& user);
 
 // One chunk of a dedupe segment.
 struct ChunkPiece {

@@ -23,27 +23,35 @@ FileLock lock_state(const GatewayConfig& config) {
 std::vector<RepositoryCollection> collect_garbage(const GatewayConfig& config, const engine::PruneOptions& options) {
   const FileLock lock = lock_state(config);
   MetadataStore metadata(config.state_dir + "/gateway.db");
-  std::map<std::string, const BucketConfig*> first_bucket;  // a bucket naming each repository's access
-  std::vector<RepositoryCollection> results;
+  // Each repository once, with the configuration section that opens it.
+  std::map<std::string, std::pair<engine::RepositoryAccess, std::string>> repositories;
+  if (config.api_bucket_repository) {
+    repositories.emplace(config.api_bucket_repository->location, std::pair{*config.api_bucket_repository, "[dedupe]"});
+  }
   for (const BucketConfig& bucket : config.buckets) {
     if (bucket.mode != BucketMode::kDedupe) continue;
-    if (first_bucket.emplace(bucket.repository.location, &bucket).second) {
-      results.push_back({bucket.repository.location, {}, 0, {}});
-    }
-    for (auto& r : results) {
-      if (r.location == bucket.repository.location) r.buckets.push_back(bucket.name);
-    }
+    repositories.emplace(bucket.repository.location, std::pair{bucket.repository, "bucket '" + bucket.name + "'"});
   }
-  for (RepositoryCollection& result : results) {
-    const auto repo = open_bucket_repository(*first_bucket.at(result.location));
+  // Every bucket recorded on a repository counts, also one dropped from the
+  // configuration: its versions still need their chunks.
+  const auto buckets_on = [&](const std::string& location) {
+    std::vector<std::string> names;
+    for (const BucketRecord& bucket : metadata.buckets()) {
+      if (bucket.mode == bucket_mode_name(BucketMode::kDedupe) && bucket.path == location) names.push_back(bucket.name);
+    }
+    return names;
+  };
+  std::vector<RepositoryCollection> results;
+  for (const auto& [location, access] : repositories) {
+    RepositoryCollection& result = results.emplace_back();
+    result.location = location;
+    result.buckets = buckets_on(location);
+    const auto repo = open_bucket_repository(access.first, access.second);
     engine::PruneOptions prune_options = options;
-    // Every bucket recorded on this repository counts, also one dropped from
-    // the configuration: its versions still need their chunks.
     prune_options.extra_roots = [&](const std::function<void(const Id&)>& mark) {
       result.referenced_chunks = 0;
-      for (const BucketRecord& bucket : metadata.buckets()) {
-        if (bucket.mode != bucket_mode_name(BucketMode::kDedupe) || bucket.path != result.location) continue;
-        for (const std::string& segment : metadata.referenced_files(bucket.name)) {
+      for (const std::string& bucket : buckets_on(location)) {
+        for (const std::string& segment : metadata.referenced_files(bucket)) {
           for (const ChunkPiece& chunk : decode_chunk_list(segment)) {
             mark(chunk.id);
             ++result.referenced_chunks;

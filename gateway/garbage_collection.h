@@ -27,12 +27,12 @@ FileLock lock_state(const GatewayConfig& config);
 
 struct RepositoryCollection {
   std::string location;
-  std::vector<std::string> buckets;  // the configured dedupe buckets on it
+  std::vector<std::string> buckets;  // the dedupe buckets gateway.db records on it
   uint64_t referenced_chunks = 0;    // chunk references in gateway.db (with repeats)
   engine::PruneResult prune;
 };
 
-// One prune per repository of the configured dedupe buckets. Throws
+// One prune per repository of dedupe buckets (configured ones and [dedupe]). Throws
 // Error(kLocked) while the gateway runs.
 std::vector<RepositoryCollection> collect_garbage(const GatewayConfig& config, const engine::PruneOptions& options);
 

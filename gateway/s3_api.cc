@@ -84,11 +84,12 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
       state_lock_(lock_state(config_)),
       clock_(std::move(clock)),
       metadata_(config_.state_dir + "/gateway.db") {
+  if (config_.api_bucket_repository) open_repository(*config_.api_bucket_repository, "[dedupe]");
   std::set<std::string> configured;
   for (const auto& b : config_.buckets) {
     const auto existing = metadata_.bucket(b.name);
     const bool dedupe = b.mode == BucketMode::kDedupe;
-    if (dedupe) open_repository(b);
+    if (dedupe) open_repository(b.repository, "bucket '" + b.name + "'");
     BucketRecord record{b.name, b.owner, existing ? existing->created_ns : now_ns(),
                         dedupe ? b.repository.location : b.path, true, existing ? existing->versioning : ""};
     record.mode = bucket_mode_name(b.mode);
@@ -98,7 +99,7 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
   }
   for (auto& record : metadata_.buckets()) {
     if (configured.contains(record.name)) continue;
-    if (record.mode != bucket_mode_name(BucketMode::kRaw)) continue;
+    if (record.mode != bucket_mode_name(BucketMode::kRaw) && !repositories_.contains(record.path)) continue;
     if (record.configured) {  // dropped from the configuration: served as an API-created bucket of its owner
       record.configured = false;
       metadata_.put_bucket(record);
@@ -127,9 +128,10 @@ std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<s
   return bucket;
 }
 
-std::shared_ptr<engine::ChunkStore> S3Api::open_repository(const BucketConfig& bucket) {
-  auto& store = repositories_[bucket.repository.location];
-  if (!store) store = std::make_shared<engine::ChunkStore>(open_bucket_repository(bucket));
+std::shared_ptr<engine::ChunkStore> S3Api::open_repository(const engine::RepositoryAccess& access,
+                                                           const std::string& user) {
+  auto& store = repositories_[access.location];
+  if (!store) store = std::make_shared<engine::ChunkStore>(open_bucket_repository(access, user));
   return store;
 }
 
@@ -285,6 +287,10 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
     // Object Lock needs versions to protect: it turns versioning on for good.
     BucketRecord record{name, user, now_ns(), config_.bucket_root + "/" + name, false,
                         object_lock ? "Enabled" : "", object_lock};
+    if (config_.api_bucket_repository) {
+      record.path = config_.api_bucket_repository->location;
+      record.mode = bucket_mode_name(BucketMode::kDedupe);
+    }
     add_bucket(record, {});
     metadata_.put_bucket(record);
     Response r;
@@ -307,8 +313,10 @@ Response S3Api::delete_bucket(const Call& call) {
     metadata_.delete_bucket(bucket->record.name);
     buckets_.erase(bucket->record.name);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(bucket->record.path, ec);  // API-created buckets are raw
+  if (bucket->record.mode == bucket_mode_name(BucketMode::kRaw)) {
+    std::error_code ec;
+    std::filesystem::remove_all(bucket->record.path, ec);
+  }
   Response r;
   r.status = 204;
   return r;

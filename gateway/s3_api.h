@@ -67,8 +67,9 @@ class S3Api final : public RequestHandler {
   // The bucket, if it exists and the user has `needed` access in it.
   std::shared_ptr<Bucket> bucket_for(const Call& call, Access needed);
   std::shared_ptr<Bucket> add_bucket(BucketRecord record, std::map<std::string, Access> grants);
-  // The chunk store of a dedupe bucket's repository, opened once per location.
-  std::shared_ptr<engine::ChunkStore> open_repository(const BucketConfig& bucket);
+  // The chunk store of a dedupe repository, opened once per location;
+  // `user` names the configuration section for errors.
+  std::shared_ptr<engine::ChunkStore> open_repository(const engine::RepositoryAccess& access, const std::string& user);
 
   // Buckets.
   Response list_buckets(const Call& call);

@@ -25,9 +25,11 @@ def client(name):
 
 class Gateway:
     """A gateway with users alice and bob, bucket 'shared' (alice's, bob may
-    read) and bucket 'alice-private', listening on HTTP and HTTPS."""
+    read) and bucket 'alice-private', listening on HTTP and HTTPS. With
+    dedupe=True, buckets created through the API are dedupe buckets in a
+    fresh keel repository (self.repo)."""
 
-    def __init__(self):
+    def __init__(self, dedupe=False):
         self.dir = tempfile.mkdtemp(prefix="keel-gateway-")
         self.cert = os.path.join(self.dir, "cert.pem")
         key = os.path.join(self.dir, "key.pem")
@@ -40,9 +42,21 @@ class Gateway:
                   f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n\n{users}"
                   f"[bucket:shared]\nowner = alice\ngrants = bob:read\npath = {state}/configured/shared\n\n"
                   f"[bucket:alice-private]\nowner = alice\npath = {state}/configured/alice-private\n")
+        if dedupe:
+            self.repo = os.path.join(self.dir, "repo")
+            password = os.path.join(self.dir, "password")
+            with open(password, "w") as f:
+                f.write("gateway test password\n")
+            catalog = os.path.join(self.dir, "catalog.db")
+            subprocess.run([KEEL, "init", "--repo", self.repo, "--password-file", password, "--catalog", catalog],
+                           check=True, capture_output=True)
+            config += f"\n[dedupe]\nrepository = {self.repo}\npassword_file = {password}\ncatalog = {catalog}\n"
         self.config = os.path.join(self.dir, "gateway.conf")
         with open(self.config, "w") as f:
             f.write(config)
+        self.start()
+
+    def start(self):
         self.process = subprocess.Popen([KEEL, "gateway", "--config", self.config], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         self.urls = {}
@@ -52,8 +66,10 @@ class Gateway:
                 self.metrics_url = line.split()[-1]
                 continue
             if not line.startswith("listening on "):
+                self.process.kill()
+                error = self.process.stderr.read()
                 self.stop()
-                raise AssertionError(f"keel gateway did not start: {line}{self.process.stderr.read()}")
+                raise AssertionError(f"keel gateway did not start: {line}{error}")
             url = line.split()[-1]
             self.urls["https" if url.startswith("https") else "http"] = url
 
@@ -66,7 +82,8 @@ class Gateway:
             env["AWS_CA_BUNDLE"] = self.cert
         return env
 
-    def stop(self):
+    def halt(self):
+        """Stops the server and keeps its state (start() serves it again)."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -74,6 +91,11 @@ class Gateway:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.process.stdout.close()
+        self.process.stderr.close()
+
+    def stop(self):
+        self.halt()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

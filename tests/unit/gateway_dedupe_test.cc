@@ -188,7 +188,7 @@ TEST_CASE("gateway gc: keeps every chunk a version or part references, reclaims 
   std::string current_ref, locked_ref, part_ref, dropped_ref;
   {
     // Each object in its own batch, hence its own pack.
-    auto store = std::make_shared<engine::ChunkStore>(open_bucket_repository(config.buckets.at(0)));
+    auto store = std::make_shared<engine::ChunkStore>(open_bucket_repository(config.buckets.at(0).repository, "test"));
     DedupeStorage storage(store, f.repo_path());
     current_ref = put(storage, kept_current);
     locked_ref = put(storage, kept_locked);
