@@ -46,7 +46,8 @@ void usage(std::ostream& out) {
          "  scheduler   run jobs on their schedules (a foreground daemon)\n"
          "  key         list, add or remove passwords\n"
          "  catalog     rebuild the local catalog from the repository\n"
-         "  gateway     serve an S3-compatible endpoint (--config FILE; docs/gateway.md)\n\n"
+         "  gateway     serve an S3-compatible endpoint (--config FILE; docs/gateway.md);\n"
+         "              gateway gc --config FILE reclaims what dedupe buckets no longer use\n\n"
          "Run 'keel COMMAND --help' for a command's options. Exit codes: docs/exit-codes.md\n";
 }
 
