@@ -13,6 +13,11 @@ namespace keel::cli {
 
 namespace {
 
+// Not po's required(): that would refuse --help without --config.
+void require_config(const std::string& path) {
+  if (path.empty()) throw Error(ErrorKind::kUsage, "--config FILE is required (see --help)");
+}
+
 int gateway_gc(App& app, const Args& args) {
   std::string config_path;
   PruneFlags flags;
@@ -22,11 +27,12 @@ int gateway_gc(App& app, const Args& args) {
       "uploaded part of the gateway's dedupe buckets (nor any snapshot) uses any more, with keel prune's machinery:\n"
       "unused packs are condemned, then deleted by a later run once the grace period has passed. Every version that\n"
       "gateway.db holds keeps its chunks, locked or not. Run it while the gateway is stopped (exit 8 otherwise)");
-  opts.add_options()("config", po::value(&config_path)->required(), "the gateway's configuration file");
+  opts.add_options()("config", po::value(&config_path), "the gateway's configuration file (required)");
   add_prune_options(opts, flags);
   opts.add_options()("dry-run,n", po::bool_switch(&dry_run), "show what would be condemned, repacked and deleted");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
+  require_config(config_path);
   const gateway::GatewayConfig config = gateway::GatewayConfig::load(config_path);
   const engine::PruneOptions options = prune_options(flags, dry_run);
   std::vector<gateway::RepositoryCollection> results;
@@ -73,9 +79,10 @@ int cmd_gateway(App& app, const Args& args) {
       "Prints the URLs it listens on (and the metrics URL when metrics_listen is set), then serves until\n"
       "SIGINT/SIGTERM. keel gateway gc --config FILE reclaims what deleted versions of dedupe buckets left\n"
       "(keel gateway gc --help)");
-  opts.add_options()("config", po::value(&config_path)->required(), "the gateway's configuration file");
+  opts.add_options()("config", po::value(&config_path), "the gateway's configuration file (required)");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
+  require_config(config_path);
 
   gateway::GatewayConfig config = gateway::GatewayConfig::load(config_path);
   gateway::S3Api api(std::move(config));
