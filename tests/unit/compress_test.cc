@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/compress.h"
+#include "tests/unit/test_support.h"
 #include "util/error.h"
 
 using namespace keel;
@@ -11,12 +12,7 @@ using namespace keel::engine;
 
 namespace {
 
-Bytes random_bytes(size_t size, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Bytes data(size);
-  for (uint8_t& byte : data) byte = static_cast<uint8_t>(rng());
-  return data;
-}
+using test::random_bytes;
 
 // Words drawn at random from a small vocabulary: compresses about 3:1.
 Bytes text_bytes(size_t size, uint64_t seed) {

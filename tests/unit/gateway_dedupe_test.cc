@@ -16,7 +16,7 @@
 #include "gateway/garbage_collection.h"
 #include "gateway/metadata.h"
 #include "targets/local/local_target.h"
-#include "tests/unit/temp_dir.h"
+#include "tests/unit/test_support.h"
 #include "util/error.h"
 
 using namespace keel;
@@ -24,12 +24,7 @@ using namespace keel::gateway;
 
 namespace {
 
-Bytes random_bytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Bytes out(n);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
-}
+using test::random_bytes;
 
 // A repository with small chunks (1-16 KiB) so that little data makes many.
 struct Fixture {

@@ -19,6 +19,7 @@
 #include "engine/prune.h"
 #include "engine/restore.h"
 #include "targets/local/local_target.h"
+#include "tests/unit/test_support.h"
 #include "util/error.h"
 
 using namespace keel;
@@ -39,12 +40,7 @@ struct TempDir {
   }
 };
 
-Bytes random_bytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Bytes out(n);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
-}
+using test::random_bytes;
 
 // A repository with small chunks and packs (many packs from little data),
 // a source tree to back up, and a clock the test sets.

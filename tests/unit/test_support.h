@@ -1,4 +1,5 @@
-// Helpers the unit tests share: scratch directories (temp_dir.h) and UTC times.
+// Helpers the unit tests share: scratch directories (temp_dir.h), UTC times
+// and reproducible random bytes.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -7,11 +8,22 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <random>
 #include <string>
+
+#include "util/bytes.h"
 
 #include "tests/unit/temp_dir.h"
 
 namespace keel::test {
+
+// `n` bytes from a generator seeded with `seed`: the same every run.
+inline Bytes random_bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Bytes out(n);
+  for (auto& b : out) b = static_cast<uint8_t>(rng());
+  return out;
+}
 
 // "2024-03-31T01:00" or "2024-03-31T01:00:30", in UTC.
 inline std::chrono::system_clock::time_point utc(const char* text) {
