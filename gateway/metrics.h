@@ -21,6 +21,13 @@ class Metrics {
   // seconds from its head arriving to its response written.
   void record(const std::string& operation, int status, uint64_t bytes_in, uint64_t bytes_out, double seconds);
 
+  // A payload moved over RDMA (READ for uploads, WRITE for GETs): its bytes
+  // and the seconds the transfer took.
+  void record_rdma(const std::string& operation, uint64_t bytes, double seconds);
+  // A request with an RDMA token that was declined (its client resends it over HTTP).
+  void record_rdma_declined(const std::string& operation);
+  void set_rdma_sessions(size_t sessions);
+
   // Text exposition format, version 0.0.4.
   std::string render() const;
 
@@ -37,6 +44,11 @@ class Metrics {
   std::map<std::string, uint64_t> bytes_in_;
   std::map<std::string, uint64_t> bytes_out_;
   std::map<std::string, Latency> latency_;
+  std::map<std::string, uint64_t> rdma_requests_;
+  std::map<std::string, uint64_t> rdma_bytes_;
+  std::map<std::string, double> rdma_seconds_;
+  std::map<std::string, uint64_t> rdma_declined_;
+  size_t rdma_sessions_ = 0;
 };
 
 }  // namespace keel::gateway

@@ -21,6 +21,7 @@
 namespace keel::gateway {
 
 class PayloadChecks;
+class RdmaPlane;
 
 class S3Api final : public RequestHandler {
  public:
@@ -33,6 +34,9 @@ class S3Api final : public RequestHandler {
   Exchange begin(RequestHead head) override;
 
   const GatewayConfig& config() const { return config_; }
+  // Payloads of requests with an RDMA token go through `plane` (which must
+  // outlive this); without one such requests are declined. Call before serving.
+  void serve_rdma(RdmaPlane& plane) { rdma_ = &plane; }
 
  private:
   struct Bucket {
@@ -132,6 +136,7 @@ class S3Api final : public RequestHandler {
   std::mutex mutex_;  // guards metadata_ and buckets_
   MetadataStore metadata_;
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
+  RdmaPlane* rdma_ = nullptr;
 };
 
 }  // namespace keel::gateway

@@ -19,6 +19,8 @@ namespace keel::targets::rdma {
 struct Endpoint {
   std::string host;  // an address on the RDMA device's netdev (IPv4 or IPv6)
   uint16_t port = 0;
+  // "169.254.77.1:7471", "[fe80::1]:7471"; throws Error(kUsage) for anything else.
+  static Endpoint parse(const std::string& text);
 };
 
 struct SessionOptions {
