@@ -6,18 +6,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
-#include <sstream>
-#include <thread>
 
-#include "gateway/http_server.h"
-#include "gateway/rdma_plane.h"
-#include "gateway/s3_api.h"
 #include "targets/rdma/loopback_transport.h"
 #include "targets/rdma/s3_headers.h"
 #include "targets/s3/s3_client.h"
 #include "targets/s3/sigv4.h"
-#include "temp_dir.h"
-#include "util/crc.h"
+#include "tests/rdma/gateway_fixture.h"
 #include "util/digest.h"
 #include "util/error.h"
 
@@ -27,9 +21,6 @@ using namespace keel;
 using namespace keel::gateway;
 namespace rdma = keel::targets::rdma;
 namespace s3 = keel::targets::s3;
-
-constexpr const char* kAccessKey = "RDMATESTACCESSKEY001";
-constexpr const char* kSecretKey = "rdma-test-secret-key-0000000000000000000";
 
 rdma::SessionOptions small_sessions() {
   rdma::SessionOptions options;
@@ -45,49 +36,11 @@ Bytes pattern(size_t size, uint8_t seed) {
   return out;
 }
 
-// A handler served on 127.0.0.1 by the gateway's HTTP server, on a thread of its own.
-class Served {
- public:
-  Served(const GatewayConfig& config, RequestHandler& handler) : server_(config, handler, metrics), thread_([this] {
-    server_.run();
-  }) {}
-  ~Served() {
-    server_.stop();
-    thread_.join();
+// The in-process gateway with the RDMA plane on the loopback transport, or without one.
+struct Gateway : test::InProcessGateway {
+  Gateway(std::shared_ptr<rdma::Transport> transport, bool with_rdma) {
+    if (with_rdma) start_rdma(std::move(transport), "127.0.0.1", 0, small_sessions());
   }
-  std::string url() const { return server_.urls().front(); }
-  Metrics metrics;
-
- private:
-  HttpServer server_;
-  std::thread thread_;
-};
-
-GatewayConfig gateway_config(const test::TempDir& dir) {
-  std::istringstream in("[server]\nlisten = 127.0.0.1:0\nstate_dir = " + dir.file("state") +
-                        "\nthreads = 2\n[user:alice]\naccess_key = " + kAccessKey + "\nsecret_key = " + kSecretKey +
-                        "\n[user:bob]\naccess_key = RDMATESTACCESSKEY002\nsecret_key = " + kSecretKey +
-                        "\n[bucket:data]\nowner = alice\ngrants = bob:write\npath = " + dir.file("data") + "\n");
-  return GatewayConfig::parse(in, "test");
-}
-
-// keel gateway in-process, with or without the RDMA plane on the loopback transport.
-struct Gateway {
-  Gateway(std::shared_ptr<rdma::Transport> transport, bool with_rdma)
-      : api(gateway_config(dir)), served(api.config(), api) {
-    if (with_rdma) start_rdma(std::move(transport));
-  }
-  void start_rdma(std::shared_ptr<rdma::Transport> transport, uint16_t port = 0) {
-    plane.reset();
-    plane = std::make_unique<RdmaPlane>(std::move(transport), ListenAddress{"127.0.0.1", port, false},
-                                        small_sessions(), served.metrics);
-    api.serve_rdma(*plane);
-  }
-
-  test::TempDir dir{"keel-rdma-s3"};
-  S3Api api;
-  Served served;
-  std::unique_ptr<RdmaPlane> plane;
 };
 
 s3::S3ClientOptions client_options(const std::string& url, std::shared_ptr<s3::RdmaChannel> channel) {
@@ -104,37 +57,14 @@ std::shared_ptr<s3::RdmaChannel> channel_to(std::shared_ptr<rdma::Transport> tra
                                            std::chrono::milliseconds(0));
 }
 
-// A request signed as keel's client signs it, with the headers given (the token among them).
-s3::HttpResponse send_signed(const std::string& url, const std::string& method, const std::string& path,
-                             s3::Headers headers, bool sign_headers = true) {
-  s3::HttpClient http(s3::Endpoint::parse(url), {});
-  s3::SigningRequest signing;
-  signing.method = method;
-  signing.host = http.endpoint().host_header();
-  signing.path = path;
-  signing.payload_hash = "UNSIGNED-PAYLOAD";
-  if (sign_headers) signing.headers = headers;
-  s3::HttpRequest request{method, path, headers, {}};
-  request.headers.emplace_back("host", signing.host);
-  for (auto& h : s3::sign_request(signing, {kAccessKey, kSecretKey, ""}, "us-east-1", std::time(nullptr)))
-    request.headers.push_back(h);
-  return http.send(request);
-}
-
-std::string crc32c_base64(ByteView data) {
-  Crc crc(CrcAlgorithm::kCrc32c);
-  crc.update(data);
-  return to_base64(crc.big_endian());
-}
-
 }  // namespace
 
 TEST_CASE("rdma s3: uploads and ranged GETs move over RDMA and store what HTTP stores", "[rdma][gateway]") {
   auto transport = std::shared_ptr<rdma::Transport>(rdma::make_loopback_transport());
   Gateway gateway(transport, true);
   s3::S3Client client(client_options(gateway.served.url(), channel_to(transport, gateway.plane->port())),
-                      {kAccessKey, kSecretKey, ""});
-  s3::S3Client http(client_options(gateway.served.url(), nullptr), {kAccessKey, kSecretKey, ""});
+                      {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
+  s3::S3Client http(client_options(gateway.served.url(), nullptr), {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
 
   const Bytes object = pattern(700 << 10, 7);
   client.put_object("data", "whole", object);
@@ -188,7 +118,7 @@ TEST_CASE("rdma s3: a gateway without rdma_listen declines and the client falls 
   // A session the gateway knows nothing of: the request is declined, not the connection.
   auto listener = transport->listen({"127.0.0.1", 0}, small_sessions());
   s3::S3Client client(client_options(gateway.served.url(), channel_to(transport, listener->port())),
-                      {kAccessKey, kSecretKey, ""});
+                      {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
   const Bytes object = pattern(100 << 10, 9);
   client.put_object("data", "k", object);
   Bytes back(object.size());
@@ -200,7 +130,7 @@ TEST_CASE("rdma s3: a gateway without rdma_listen declines and the client falls 
   CHECK(client.stats().rdma_put.requests == 0);
 
   SECTION("and so does a client whose RDMA server is not there at all") {
-    s3::S3Client lonely(client_options(gateway.served.url(), channel_to(transport, 999)), {kAccessKey, kSecretKey, ""});
+    s3::S3Client lonely(client_options(gateway.served.url(), channel_to(transport, 999)), {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
     lonely.put_object("data", "k2", object);
     CHECK(lonely.stats().rdma_fallbacks == 1);
     CHECK(lonely.stats().http_put.requests == 1);
@@ -272,13 +202,13 @@ class ScriptedServer final : public RequestHandler {
 TEST_CASE("rdma s3: the reply variants servers send are understood", "[rdma][gateway]") {
   auto transport = std::shared_ptr<rdma::Transport>(rdma::make_loopback_transport());
   test::TempDir dir("keel-rdma-scripted");
-  const GatewayConfig config = gateway_config(dir);
+  const GatewayConfig config = test::rdma_gateway_config(dir);
 
   SECTION("501 with an S3 error body, and 200 with x-amz-rdma-reply: 501, are declines") {
     for (auto reply : {ScriptedServer::Reply::k501WithErrorBody, ScriptedServer::Reply::k200WithReply501}) {
       ScriptedServer server(*transport, reply);
-      Served served(config, server);
-      s3::S3Client client(client_options(served.url(), channel_to(transport, server.port())), {kAccessKey, kSecretKey, ""});
+      test::Served served(config, server);
+      s3::S3Client client(client_options(served.url(), channel_to(transport, server.port())), {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
       client.put_object("b", "k", pattern(1000, 1));
       CHECK(server.rdma_requests == 1);
       CHECK(server.http_requests == 1);
@@ -288,8 +218,8 @@ TEST_CASE("rdma s3: the reply variants servers send are understood", "[rdma][gat
   }
   SECTION("a 206 answered with x-amz-rdma-reply: 200 is the range, by RDMA") {
     ScriptedServer server(*transport, ScriptedServer::Reply::k206WithReply200);
-    Served served(config, server);
-    s3::S3Client client(client_options(served.url(), channel_to(transport, server.port())), {kAccessKey, kSecretKey, ""});
+    test::Served served(config, server);
+    s3::S3Client client(client_options(served.url(), channel_to(transport, server.port())), {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
     Bytes out(64);
     REQUIRE(client.get_range("b", "k", 10, out) == 5);
     CHECK(std::string(as_chars(ByteView(out).first(5))) == "hello");
@@ -302,71 +232,19 @@ TEST_CASE("rdma s3: the gateway rejects tokens outside the buffer, of another se
           "[rdma][gateway]") {
   auto transport = std::shared_ptr<rdma::Transport>(rdma::make_loopback_transport());
   Gateway gateway(transport, true);
-  const std::string url = gateway.served.url();
   auto session = transport->connect({"", gateway.plane->port()}, small_sessions());
   auto other = transport->connect({"", gateway.plane->port()}, small_sessions());
-  rdma::Slot slot = session->acquire();
-  std::memset(slot.data().data(), 'x', 4096);
-  const std::string crc = crc32c_base64(ByteView(slot.data().data(), 4096));
-
-  const auto put = [&](const rdma::Token& token, bool sign = true) {
-    return send_signed(url, "PUT", "/data/forged",
-                       {{"x-amz-checksum-crc32c", crc}, {std::string(rdma::kTokenHeader), token.encode()}}, sign);
-  };
-  const auto rejected = [](const s3::HttpResponse& r) {
-    return r.status == 403 && s3::s3_error_code(r.body) == "AccessDenied" && r.header(rdma::kReplyHeader) == "403";
-  };
-
-  SECTION("a token within the buffer stores the bytes once; its nonce cannot be used again") {
-    const rdma::Token token = session->grant(slot, 4096);
-    const auto first = put(token);
-    CHECK(first.status == 200);
-    CHECK(first.header(rdma::kReplyHeader) == "200");
-    CHECK(rejected(put(token)));
-  }
-  SECTION("a token reaching past the client's registered pool") {
-    rdma::Token token = session->grant(slot, 4096);
-    token.address = slot.address() + 2 * (1 << 20) - 100;  // the pool is two 1 MiB slots
-    CHECK(rejected(put(token)));
-  }
-  SECTION("a token naming another client's session for this client's memory") {
-    rdma::Token token = session->grant(slot, 4096);
-    token.session = other->session_id();
-    CHECK(rejected(put(token)));
-  }
-  SECTION("a session nobody connected") {
-    rdma::Token token = session->grant(slot, 4096);
-    token.session ^= 0x5a5a5a5a;
-    CHECK(rejected(put(token)));
-  }
-  SECTION("a token outside the signed headers") {
-    CHECK(rejected(put(session->grant(slot, 4096), false)));
-  }
-  SECTION("a token larger than the gateway's slots is declined, not rejected") {
-    rdma::Token token = session->grant(slot, 4096);
-    token.length = (1 << 20) + 1;
-    const auto r = put(token);
-    CHECK(r.status == 501);
-    CHECK(r.header(rdma::kReplyHeader) == "501");
-  }
-  SECTION("an upload without the crc32c of its bytes") {
-    const auto r = send_signed(url, "PUT", "/data/forged",
-                               {{std::string(rdma::kTokenHeader), session->grant(slot, 4096).encode()}});
-    CHECK(r.status == 400);
-  }
-  // Whatever was refused, nothing half-written became an object.
-  s3::S3Client http(client_options(url, nullptr), {kAccessKey, kSecretKey, ""});
-  if (auto head = http.head_object("data", "forged")) CHECK(head->size == 4096);
+  test::check_token_rejections(gateway, *session, *other, small_sessions());
 }
 
 TEST_CASE("rdma s3: a session the server dropped is replaced, nothing is lost", "[rdma][gateway]") {
   auto transport = std::shared_ptr<rdma::Transport>(rdma::make_loopback_transport());
   Gateway gateway(transport, true);
   const uint16_t port = gateway.plane->port();
-  s3::S3Client client(client_options(gateway.served.url(), channel_to(transport, port)), {kAccessKey, kSecretKey, ""});
+  s3::S3Client client(client_options(gateway.served.url(), channel_to(transport, port)), {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
   client.put_object("data", "a", pattern(5000, 1));
   // The RDMA side restarts: every session is gone.
-  gateway.start_rdma(transport, port);
+  gateway.start_rdma(transport, "127.0.0.1", port, small_sessions());
   client.put_object("data", "b", pattern(6000, 2));
   Bytes back(6000);
   CHECK(client.get_range("data", "b", 0, back) == 6000);
