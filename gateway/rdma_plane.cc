@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "targets/rdma/s3_headers.h"
 #include "util/error.h"
@@ -101,12 +102,31 @@ size_t RdmaPlane::sessions() const {
   return sessions_.size();
 }
 
+void RdmaPlane::forget_gone_sessions() {
+  std::vector<std::pair<uint64_t, std::shared_ptr<Session>>> known;
+  {
+    std::lock_guard lock(mu_);
+    known.assign(sessions_.begin(), sessions_.end());
+  }
+  std::vector<uint64_t> gone;
+  for (const auto& [id, session] : known) {
+    if (!session->transport->alive(std::chrono::milliseconds(0))) gone.push_back(id);
+  }
+  if (gone.empty()) return;
+  std::lock_guard lock(mu_);
+  for (uint64_t id : gone) sessions_.erase(id);
+  metrics_.set_rdma_sessions(sessions_.size());
+}
+
 void RdmaPlane::accept_loop() {
   while (true) {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;
     }
+    // Clients that ended (every keel run is one) leave their sessions here;
+    // looked at between accepts, at least once per accept timeout.
+    forget_gone_sessions();
     std::unique_ptr<rdma::ServerSession> accepted;
     try {
       accepted = listener_->accept();

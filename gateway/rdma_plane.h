@@ -58,6 +58,8 @@ class RdmaPlane {
   class ReadBody;
 
   void accept_loop();
+  // Drops the sessions whose clients have gone.
+  void forget_gone_sessions();
   // The session the token names, bound to the first user who signed a
   // token for it; S3Error AccessDenied for an unknown one or another user's.
   std::shared_ptr<Session> session_for(const targets::rdma::Token& token, const std::string& user);

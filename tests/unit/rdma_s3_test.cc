@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <thread>
 
 #include "targets/rdma/loopback_transport.h"
 #include "targets/rdma/s3_headers.h"
@@ -252,4 +253,20 @@ TEST_CASE("rdma s3: a session the server dropped is replaced, nothing is lost", 
   CHECK(client.stats().rdma_put.requests == 2);
   CHECK(client.stats().rdma_get.requests == 1);
   CHECK(client.rdma_reconnects() == 1);
+}
+
+TEST_CASE("rdma s3: the gateway forgets the sessions of clients that have gone", "[rdma][gateway]") {
+  auto transport = std::shared_ptr<rdma::Transport>(rdma::make_loopback_transport());
+  Gateway gateway(transport, true);
+  {
+    s3::S3Client client(client_options(gateway.served.url(), channel_to(transport, gateway.plane->port())),
+                        {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
+    client.put_object("data", "a", pattern(5000, 1));
+    CHECK(gateway.plane->sessions() == 1);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (gateway.plane->sessions() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(gateway.plane->sessions() == 0);
+  CHECK_THAT(gateway.served.metrics.render(), Catch::Contains("keel_gateway_rdma_sessions 0"));
 }
