@@ -31,7 +31,12 @@ int cmd_gateway(App& app, const Args& args) {
     targets::rdma::SessionOptions options;
     options.slot_size = 16 << 20;
     options.slot_count = api.config().threads;
-    rdma = std::make_unique<gateway::RdmaPlane>(targets::rdma::make_verbs_transport(), *at, options, metrics);
+    try {
+      rdma = std::make_unique<gateway::RdmaPlane>(targets::rdma::make_verbs_transport(), *at, options, metrics);
+    } catch (const Error& e) {
+      throw Error(e.kind(), config_path + ": rdma_listen " + at->host + ":" + std::to_string(at->port) + ": " +
+                                e.what() + " (remove rdma_listen to serve HTTP only)");
+    }
     api.serve_rdma(*rdma);
   }
   gateway::HttpServer server(api.config(), api, metrics);
