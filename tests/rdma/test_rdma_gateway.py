@@ -78,23 +78,23 @@ class RdmaGateway(unittest.TestCase):
 
     def test_backup_and_restore_move_payloads_by_rdma(self):
         tree = os.path.join(self.tmp, "tree-rdma")
-        make_tree(tree, 1, [9 << 20, 3 << 20, 200 << 10])
+        make_tree(tree, 1, [5 << 20, 2 << 20, 200 << 10])
         before = self.gateway.metrics()
         sent, received = self.round_trip("rdma", tree)
         self.assertEqual(sent["rdma_fallbacks"], 0)
         self.assertEqual(sent["http_put_requests"], 0)
-        self.assertGreaterEqual(sent["rdma_put_bytes"], 12 << 20)
+        self.assertGreaterEqual(sent["rdma_put_bytes"], 7 << 20)
         self.assertLess(sent["http_bytes_sent"], 1 << 20)  # XML only
         self.assertEqual(received["rdma_fallbacks"], 0)
-        self.assertGreaterEqual(received["rdma_get_bytes"], 12 << 20)
+        self.assertGreaterEqual(received["rdma_get_bytes"], 7 << 20)
         self.assertLess(received["http_bytes_received"], 1 << 20)
         after = self.gateway.metrics()
 
         def grew(name):
             return after.get(name, 0) - before.get(name, 0)
         self.assertGreaterEqual(grew('keel_gateway_rdma_bytes_total{operation="UploadPart"}')
-                                + grew('keel_gateway_rdma_bytes_total{operation="PutObject"}'), 12 << 20)
-        self.assertGreaterEqual(grew('keel_gateway_rdma_bytes_total{operation="GetObject"}'), 12 << 20)
+                                + grew('keel_gateway_rdma_bytes_total{operation="PutObject"}'), 7 << 20)
+        self.assertGreaterEqual(grew('keel_gateway_rdma_bytes_total{operation="GetObject"}'), 7 << 20)
 
     def test_gateway_without_rdma_declines_and_the_client_falls_back(self):
         plain = Gateway()
@@ -110,16 +110,20 @@ class RdmaGateway(unittest.TestCase):
             self.assertEqual(received["rdma_get_requests"], 0)
             declined = [k for k, v in plain.metrics().items() if 'status="501"' in k and v > 0]
             self.assertTrue(declined, "the plain gateway declined nothing")
-            # Nobody listening for RDMA at all: HTTP from the start.
-            sent, _ = self.round_trip("no-listener", tree, endpoint=plain.urls["http"], rdma=f"{IP}:{RDMA_PORT + 1}")
+            # Nobody listening for RDMA at all: HTTP from the start (the snapshot and index objects).
+            with open(os.path.join(tree, "new"), "wb") as f:
+                f.write(os.urandom(1 << 20))
+            sent = self.keel_json("declined", "backup", tree, endpoint=plain.urls["http"],
+                                  rdma=f"{IP}:{RDMA_PORT + 1}")["transfer"]
             self.assertGreater(sent["rdma_fallbacks"], 0)
             self.assertEqual(sent["rdma_put_requests"], 0)
+            self.assertGreaterEqual(sent["http_put_bytes"], 1 << 20)
         finally:
             plain.stop()
 
     def test_gateway_killed_mid_backup_loses_nothing(self):
         tree = os.path.join(self.tmp, "tree-killed")
-        make_tree(tree, 3, [20 << 20])
+        make_tree(tree, 3, [16 << 20])
         self.keel("killed", "init")
         env = self.gateway.env()
         env.update(KEEL_PASSWORD="rdma e2e", XDG_DATA_HOME=os.path.join(self.tmp, "state"),
