@@ -191,13 +191,10 @@ std::optional<HttpResponse> S3Client::execute_rdma(const Request& r) {
     return response;
   }
   const std::string moved = response.header(rdma::kBytesTransferredHeader);
-  uint64_t bytes = 0;
-  try {
-    bytes = std::stoull(moved);
-  } catch (const std::exception&) {
-    bytes = length + 1;
-  }
-  if (moved.empty() || moved.find_first_not_of("0123456789") != std::string::npos || bytes > length) {
+  const bool well_formed =
+      !moved.empty() && moved.size() <= 19 && moved.find_first_not_of("0123456789") == std::string::npos;
+  const uint64_t bytes = well_formed ? std::stoull(moved) : 0;
+  if (!well_formed || bytes > length) {
     throw Error(ErrorKind::kIntegrity, describe(r.bucket) + "/" + r.key + ": the server says it wrote '" + moved +
                                            "' bytes by RDMA into a " + std::to_string(length) + "-byte buffer");
   }
