@@ -171,13 +171,14 @@ class ScriptedServer final : public RequestHandler {
       session_->write(parsed, slot);
       exchange.response.status = 206;
       exchange.response.headers = {{std::string(rdma::kReplyHeader), "200"},
-                                   {std::string(rdma::kBytesTransferredHeader), "5"}};
+                                   {std::string(rdma::kBytesTransferredHeader), claimed_bytes}};
     }
     return exchange;
   }
 
   uint16_t port() const { return listener_->port(); }
   std::atomic<int> http_requests{0}, rdma_requests{0};
+  std::string claimed_bytes = "5";  // what the 206 says it wrote
 
  private:
   class Md5Body final : public RequestBody {
@@ -226,6 +227,16 @@ TEST_CASE("rdma s3: the reply variants servers send are understood", "[rdma][gat
     CHECK(std::string(as_chars(ByteView(out).first(5))) == "hello");
     CHECK(client.stats().rdma_get.requests == 1);
     CHECK(server.http_requests == 0);
+  }
+  SECTION("a reply claiming more bytes than the buffer holds is an integrity error") {
+    ScriptedServer server(*transport, ScriptedServer::Reply::k206WithReply200);
+    server.claimed_bytes = "65";
+    test::Served served(config, server);
+    s3::S3Client client(client_options(served.url(), channel_to(transport, server.port())),
+                        {test::kRdmaAccessKey, test::kRdmaSecretKey, ""});
+    Bytes out(64);
+    CHECK_THROWS_MATCHES(client.get_range("b", "k", 10, out), Error,
+                         Catch::Predicate<Error>([](const Error& e) { return e.kind() == ErrorKind::kIntegrity; }));
   }
 }
 
