@@ -39,6 +39,9 @@ po::options_description App::global_options() {
       ("ca-file", po::value(&global.target.ca_file), "trust this CA bundle for TLS, besides the system's")
       ("insecure-tls", po::bool_switch(&global.target.insecure_tls), "do NOT verify TLS certificates")
       ("virtual-hosted", po::bool_switch(&global.target.virtual_hosted), "bucket.host addressing instead of host/bucket")
+      ("rdma", po::value(&global.target.rdma),
+       "S3: move object payloads by RDMA through the gateway's rdma_listen HOST:PORT, HTTP where declined "
+       "(env KEEL_RDMA; docs/rdma.md)")
       ("json", po::bool_switch(&global.json), "machine-readable output on stdout")
       ("quiet,q", po::bool_switch(&global.quiet), "no progress or summary output")
       ("help,h", "show help for this command");
@@ -58,6 +61,7 @@ bool App::parse(const std::vector<std::string>& args, po::options_description& o
   if (global.repo.empty()) global.repo = env("KEEL_REPO");
   if (global.password_file.empty()) global.password_file = env("KEEL_PASSWORD_FILE");
   if (global.catalog.empty()) global.catalog = env("KEEL_CATALOG");
+  if (global.target.rdma.empty()) global.target.rdma = env("KEEL_RDMA");
   if (vm.count("help")) {
     std::cout << opts << global_options();
     return false;

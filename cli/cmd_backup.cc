@@ -58,6 +58,7 @@ int cmd_backup(App& app, const Args& args) {
     Json j;
     j.begin_object();
     backup_json_fields(j, result);
+    j.field("transfer", repo->target().transfer_stats());
     j.end_object();
     std::cout << j.str() << "\n";
   } else {

@@ -99,7 +99,8 @@ int cmd_restore(App& app, const Args& args) {
         .field("files_kept", result.files_kept)
         .field("peak_readers", static_cast<uint64_t>(result.peak_readers))
         .field("seconds", seconds)
-        .field("verified", options.verify);
+        .field("verified", options.verify)
+        .field("transfer", repo->target().transfer_stats());
     j.key("failures").begin_array();
     for (const auto& f : result.failures) j.begin_object().field("path", f.path).field("reason", f.reason).end_object();
     j.end_array().end_object();

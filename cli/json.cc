@@ -116,4 +116,11 @@ Json& Json::field(std::string_view k, const std::vector<std::string>& v) {
   return end_array();
 }
 
+Json& Json::field(std::string_view k, const std::vector<std::pair<std::string, uint64_t>>& counters) {
+  key(k);
+  begin_object();
+  for (const auto& [name, count] : counters) field(name, count);
+  return end_object();
+}
+
 }  // namespace keel::cli

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace keel::cli {
@@ -31,6 +32,8 @@ class Json {
     return value(v);
   }
   Json& field(std::string_view k, const std::vector<std::string>& v);
+  // An object of named counters.
+  Json& field(std::string_view k, const std::vector<std::pair<std::string, uint64_t>>& counters);
   // null when empty.
   template <typename T>
   Json& field(std::string_view k, const std::optional<T>& v) {

@@ -54,7 +54,7 @@ void usage(std::ostream& out) {
 // Global options that take a value, so their value is not taken for the command.
 bool takes_value(const std::string& arg) {
   for (const char* option : {"--repo", "-r", "--password-file", "--catalog", "--endpoint", "--region", "--aws-profile",
-                             "--ca-file", "--aws-access-key-id", "--aws-secret-access-key", "--aws-session-token"}) {
+                             "--ca-file", "--aws-access-key-id", "--aws-secret-access-key", "--aws-session-token", "--rdma"}) {
     if (arg == option) return true;
   }
   return false;

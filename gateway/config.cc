@@ -100,6 +100,10 @@ void parse_server(const Section& s, GatewayConfig& config) {
   if (auto region = s.get("region")) config.region = *region;
   config.domains = words(s.get("domain").value_or(""));
   if (auto metrics = s.get("metrics_listen")) config.metrics_listen = parse_listen_address(*metrics, false);
+  if (auto rdma = s.get("rdma_listen")) {
+    config.rdma_listen = parse_listen_address(*rdma, false);
+    if (config.rdma_listen->port == 0) s.fail("rdma_listen", "needs a fixed port: clients are told it with --rdma");
+  }
   config.state_dir = s.require("state_dir");
   config.bucket_root = s.get("bucket_root").value_or(config.state_dir + "/buckets");
   if (auto threads = s.get("threads")) {
@@ -174,7 +178,7 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
     if (section_name == "server") {
       parse_server(Section(section, where,
                            {"listen", "tls_listen", "tls_certificate", "tls_key", "region", "domain", "state_dir",
-                            "bucket_root", "threads", "metrics_listen"}),
+                            "bucket_root", "threads", "metrics_listen", "rdma_listen"}),
                    config);
       have_server = true;
     } else if (section_name == "dedupe") {

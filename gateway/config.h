@@ -61,6 +61,9 @@ struct GatewayConfig {
   unsigned threads = 4;
   // Prometheus metrics (GET /metrics, plain HTTP, no authentication).
   std::optional<ListenAddress> metrics_listen;
+  // The RDMA data plane (docs/rdma.md): an address on the RDMA device's
+  // netdev. Without it, requests carrying an RDMA token are declined (501).
+  std::optional<ListenAddress> rdma_listen;
   std::vector<User> users;
   std::vector<BucketConfig> buckets;
 

@@ -68,6 +68,23 @@ void Metrics::set_dedupe_source(std::function<std::vector<DedupeFigures>()> sour
   dedupe_source_ = std::move(source);
 }
 
+void Metrics::record_rdma(const std::string& operation, uint64_t bytes, double seconds) {
+  std::lock_guard lock(mutex_);
+  ++rdma_requests_[operation];
+  rdma_bytes_[operation] += bytes;
+  rdma_seconds_[operation] += seconds;
+}
+
+void Metrics::record_rdma_declined(const std::string& operation) {
+  std::lock_guard lock(mutex_);
+  ++rdma_declined_[operation];
+}
+
+void Metrics::set_rdma_sessions(size_t sessions) {
+  std::lock_guard lock(mutex_);
+  rdma_sessions_ = sessions;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mutex_);
   std::ostringstream out;
@@ -76,7 +93,7 @@ std::string Metrics::render() const {
   for (const auto& [key, count] : requests_) {
     out << "keel_gateway_requests_total{" << label(key.first) << ",status=\"" << key.second << "\"} " << count << "\n";
   }
-  const auto counters = [&](const char* name, const char* help, const std::map<std::string, uint64_t>& values) {
+  const auto counters = [&](const char* name, const char* help, const auto& values) {
     out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
     for (const auto& [operation, bytes] : values) out << name << "{" << label(operation) << "} " << bytes << "\n";
   };
@@ -97,6 +114,15 @@ std::string Metrics::render() const {
     out << "keel_gateway_request_duration_seconds_count{" << label(operation) << "} " << latency.count << "\n";
   }
   if (dedupe_source_) render_dedupe(out, dedupe_source_());
+  // The RDMA data plane: payloads moved one-sidedly (their requests also count above, with 0 body bytes).
+  counters("keel_gateway_rdma_requests_total", "Requests whose payload moved over RDMA, by operation.", rdma_requests_);
+  counters("keel_gateway_rdma_bytes_total", "Payload bytes moved over RDMA (READ for uploads, WRITE for GETs).",
+           rdma_bytes_);
+  counters("keel_gateway_rdma_transfer_seconds_total", "Seconds spent in RDMA transfers, by operation.", rdma_seconds_);
+  counters("keel_gateway_rdma_declined_total", "Requests with an RDMA token declined (resent over HTTP).",
+           rdma_declined_);
+  out << "# HELP keel_gateway_rdma_sessions RDMA client sessions connected.\n# TYPE keel_gateway_rdma_sessions gauge\n"
+      << "keel_gateway_rdma_sessions " << rdma_sessions_ << "\n";
   return out.str();
 }
 

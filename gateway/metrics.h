@@ -32,6 +32,12 @@ class Metrics {
 
   // Asked at each render for the dedupe figures.
   void set_dedupe_source(std::function<std::vector<DedupeFigures>()> source);
+  // A payload moved over RDMA (READ for uploads, WRITE for GETs): its bytes
+  // and the seconds the transfer took.
+  void record_rdma(const std::string& operation, uint64_t bytes, double seconds);
+  // A request with an RDMA token that was declined (its client resends it over HTTP).
+  void record_rdma_declined(const std::string& operation);
+  void set_rdma_sessions(size_t sessions);
 
   // Text exposition format, version 0.0.4.
   std::string render() const;
@@ -50,6 +56,11 @@ class Metrics {
   std::map<std::string, uint64_t> bytes_out_;
   std::map<std::string, Latency> latency_;
   std::function<std::vector<DedupeFigures>()> dedupe_source_;
+  std::map<std::string, uint64_t> rdma_requests_;
+  std::map<std::string, uint64_t> rdma_bytes_;
+  std::map<std::string, double> rdma_seconds_;
+  std::map<std::string, uint64_t> rdma_declined_;
+  size_t rdma_sessions_ = 0;
 };
 
 }  // namespace keel::gateway

@@ -10,7 +10,9 @@
 #include "gateway/garbage_collection.h"
 #include "gateway/payload_checks.h"
 #include "gateway/raw_files.h"
+#include "gateway/rdma_plane.h"
 #include "gateway/s3_api_util.h"
+#include "targets/rdma/s3_headers.h"
 #include "util/error.h"
 #include "util/text.h"
 #include "util/xml.h"
@@ -174,9 +176,15 @@ Exchange S3Api::begin(RequestHead head) {
     const Call call{request, *auth.user, auth};
     const Operation operation = route(request);
     failed.operation = operation_name(operation);
+    const bool over_rdma = request.has_header(targets::rdma::kTokenHeader) && carries_rdma_payload(operation);
+    if (over_rdma && !rdma_) {
+      failed.response = rdma_declined("this gateway has no rdma_listen", resource, head.request_id);
+      return failed;
+    }
     Exchange exchange = dispatch(operation, call);
     exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
+    if (over_rdma) exchange = rdma_->attach(request, auth, operation, std::move(exchange), head.request_id);
     return exchange;
   } catch (const S3Error& e) {
     failed.response = error_response(e, resource, head.request_id);

@@ -25,6 +25,7 @@
 namespace keel::gateway {
 
 class PayloadChecks;
+class RdmaPlane;
 
 class S3Api final : public RequestHandler {
  public:
@@ -39,6 +40,9 @@ class S3Api final : public RequestHandler {
   Exchange begin(RequestHead head) override;
 
   const GatewayConfig& config() const { return config_; }
+  // Payloads of requests with an RDMA token go through `plane` (which must
+  // outlive this); without one such requests are declined. Call before serving.
+  void serve_rdma(RdmaPlane& plane) { rdma_ = &plane; }
 
   // Per repository of dedupe buckets: bytes written and stored since start.
   std::vector<DedupeFigures> dedupe_figures() const;
@@ -146,6 +150,7 @@ class S3Api final : public RequestHandler {
   MetadataStore metadata_;
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
   std::map<std::string, std::shared_ptr<engine::ChunkStore>> repositories_;  // by location; set up at start
+  RdmaPlane* rdma_ = nullptr;
 };
 
 }  // namespace keel::gateway

@@ -245,6 +245,7 @@ Authentication authenticate(const S3Request& request, const std::vector<User>& u
     throw error;
   }
   auth.signing = {key, claim.amz_date, claim.credential.scope, claim.signature};
+  auth.signed_headers = std::move(claim.signed_headers);
   return auth;
 }
 

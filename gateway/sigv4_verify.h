@@ -37,6 +37,7 @@ struct Authentication {
   PayloadKind payload = PayloadKind::kUnsigned;
   std::string payload_sha256;  // kSignedHash only
   ChunkSigning signing;
+  std::vector<std::string> signed_headers;  // lower case, as the signature lists them
 };
 
 // Requests are refused when their date is further than this from the clock

@@ -3,11 +3,31 @@
 #include <cstdlib>
 
 #include "targets/local/local_target.h"
+#include "targets/rdma/verbs_transport.h"
 #include "targets/s3/credentials.h"
 #include "targets/s3/s3_target.h"
 #include "util/error.h"
 
 namespace keel::targets {
+
+namespace {
+
+std::shared_ptr<s3::RdmaChannel> open_rdma_channel(const std::string& address) {
+  const rdma::Endpoint server = rdma::Endpoint::parse(address);
+  std::shared_ptr<rdma::Transport> transport;
+  try {
+    transport = rdma::make_verbs_transport();
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kUsage, "--rdma " + address + ": " + e.what() + "; leave out --rdma to use HTTP");
+  }
+  rdma::SessionOptions session;
+  // A slot holds a whole part: keel's are 8 MiB plus at most one blob.
+  session.slot_size = 16 << 20;
+  session.slot_count = 8;
+  return std::make_shared<s3::RdmaChannel>(std::move(transport), server, session);
+}
+
+}  // namespace
 
 std::unique_ptr<Target> open_target(const std::string& location, const TargetOptions& options) {
   if (location.empty()) throw Error(ErrorKind::kUsage, "no repository given: use --repo or set KEEL_REPO");
@@ -27,6 +47,7 @@ std::unique_ptr<Target> open_target(const std::string& location, const TargetOpt
     client.virtual_hosted = options.virtual_hosted;
     client.http.ca_file = options.ca_file;
     client.http.insecure_tls = options.insecure_tls;
+    if (!options.rdma.empty()) client.rdma = open_rdma_channel(options.rdma);
     return s3::open_s3_target(location, client, creds.credentials, options.create);
   }
   std::string path = location;

@@ -23,6 +23,8 @@ struct TargetOptions {
   std::string ca_file;
   bool insecure_tls = false;
   bool virtual_hosted = false;
+  // S3: the gateway's RDMA data plane, "host:port" (docs/rdma.md); empty: HTTP only.
+  std::string rdma;
 };
 
 // Throws Error(kUsage) for a location keel cannot use.

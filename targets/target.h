@@ -15,6 +15,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "util/bytes.h"
 
@@ -52,6 +54,9 @@ class Target {
   // A counter that grows whenever the target pushed back (S3: retried
   // requests); readers back off when it moves.
   virtual uint64_t throttle_events() const { return 0; }
+  // Named counters of how the target moved data, for --json output (S3:
+  // requests, bytes and microseconds over HTTP and RDMA, fallbacks); none by default.
+  virtual std::vector<std::pair<std::string, uint64_t>> transfer_stats() const { return {}; }
 
   virtual std::unique_ptr<Upload> start_upload(const std::string& key) = 0;
   // Whole-object put, atomic and durable when it returns.

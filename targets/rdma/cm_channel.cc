@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "util/error.h"
@@ -53,6 +54,18 @@ CmChannel::Event CmChannel::expect(rdma_cm_event_type type, std::chrono::millise
     throw Error(ErrorKind::kTargetIo, "RDMA: " + context + ": got " + rdma_event_str(e->type) + " (status " +
                                           std::to_string(e->status) + ") instead of " + rdma_event_str(type));
   return *e;
+}
+
+bool CmChannel::connection_gone(std::chrono::milliseconds grace) {
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto event = next(std::max(left, std::chrono::milliseconds(0)));
+    if (!event) return false;
+    if (event->type == RDMA_CM_EVENT_DISCONNECTED || event->type == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+        event->type == RDMA_CM_EVENT_TIMEWAIT_EXIT)
+      return true;
+  }
 }
 
 }  // namespace keel::targets::rdma

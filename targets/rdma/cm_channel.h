@@ -33,6 +33,10 @@ class CmChannel {
   // The next event, which must be `type`; throws Error(kTargetIo) naming
   // `context` and what came instead (or the timeout).
   Event expect(rdma_cm_event_type type, std::chrono::milliseconds timeout, const std::string& context);
+  // Reads the events that arrive within `grace` (0: those already there):
+  // true once one says the connection is gone (DISCONNECTED,
+  // DEVICE_REMOVAL, TIMEWAIT_EXIT), as when the peer process died.
+  bool connection_gone(std::chrono::milliseconds grace);
 
  private:
   rdma_event_channel* channel_;

@@ -20,6 +20,12 @@ struct Link {
   std::condition_variable closed_cv;
   bool open = true;
 
+  // False once closed; waits up to `grace` for that.
+  bool stays_open(std::chrono::milliseconds grace) {
+    std::unique_lock lock(mu);
+    return !closed_cv.wait_for(lock, grace, [this] { return !open; });
+  }
+
   void close() {
     {
       std::lock_guard lock(mu);
@@ -78,6 +84,8 @@ class LoopbackServerSession : public ServerSession {
     guard_.admit(token, from.data().size());
     move(token, [&](uint8_t* client) { std::memcpy(client, from.data().data(), token.length); });
   }
+
+  bool alive(std::chrono::milliseconds grace) override { return link_->stays_open(grace); }
 
  private:
   template <typename Copy>
@@ -142,10 +150,7 @@ class LoopbackClientSession : public ClientSession {
 
   uint64_t session_id() const override { return link_->session; }
 
-  bool alive(std::chrono::milliseconds grace) override {
-    std::unique_lock lock(link_->mu);
-    return !link_->closed_cv.wait_for(lock, grace, [this] { return !link_->open; });
-  }
+  bool alive(std::chrono::milliseconds grace) override { return link_->stays_open(grace); }
 
   void reconnect() override {
     link_->close();

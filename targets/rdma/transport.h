@@ -19,6 +19,8 @@ namespace keel::targets::rdma {
 struct Endpoint {
   std::string host;  // an address on the RDMA device's netdev (IPv4 or IPv6)
   uint16_t port = 0;
+  // "169.254.77.1:7471", "[fe80::1]:7471"; throws Error(kUsage) for anything else.
+  static Endpoint parse(const std::string& text);
 };
 
 struct SessionOptions {
@@ -56,6 +58,9 @@ class ServerSession {
   virtual void read(const Token& token, const Slot& into) = 0;
   // RDMA WRITE: the first token.length bytes of `from` into the client's range.
   virtual void write(const Token& token, const Slot& from) = 0;
+  // False once the client has gone (its process ended, the connection broke)
+  // or an operation failed; waits up to `grace` for the news.
+  virtual bool alive(std::chrono::milliseconds grace) = 0;
 };
 
 class Listener {

@@ -150,6 +150,12 @@ class VerbsServerSession : public ServerSession {
   void read(const Token& token, const Slot& into) override { transfer(IBV_WR_RDMA_READ, token, into); }
   void write(const Token& token, const Slot& from) override { transfer(IBV_WR_RDMA_WRITE, token, from); }
 
+  bool alive(std::chrono::milliseconds grace) override {
+    std::lock_guard lock(mu_);
+    if (!broken_ && channel_->connection_gone(grace)) broken_ = true;
+    return !broken_;
+  }
+
  private:
   void transfer(ibv_wr_opcode opcode, const Token& token, const Slot& local) {
     const char* what = opcode == IBV_WR_RDMA_READ ? "RDMA READ" : "RDMA WRITE";
@@ -259,15 +265,7 @@ class VerbsClientSession : public ClientSession {
   uint64_t session_id() const override { return session_; }
 
   bool alive(std::chrono::milliseconds grace) override {
-    const auto deadline = std::chrono::steady_clock::now() + grace;
-    while (!broken_) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      auto event = channel_.next(std::max(left, std::chrono::milliseconds(0)));
-      if (!event) break;
-      if (event->type == RDMA_CM_EVENT_DISCONNECTED || event->type == RDMA_CM_EVENT_DEVICE_REMOVAL ||
-          event->type == RDMA_CM_EVENT_TIMEWAIT_EXIT)
-        broken_ = true;
-    }
+    if (!broken_ && channel_.connection_gone(grace)) broken_ = true;
     return !broken_;
   }
 

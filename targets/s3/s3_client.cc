@@ -3,10 +3,13 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "targets/rdma/s3_headers.h"
+#include "util/crc.h"
 #include "util/digest.h"
 #include "util/error.h"
 #include "util/xml.h"
@@ -43,7 +46,17 @@ bool retryable(int status, const std::string& code) {
          code == "RequestTimeout" || code == "SlowDown" || code == "InternalError";
 }
 
+// Thrown by an attempt's token grant when no RDMA session can be had: the
+// request goes over HTTP instead.
+struct NoRdmaSession {};
+
 }  // namespace
+
+void PayloadStats::add(uint64_t payload_bytes, std::chrono::steady_clock::duration took) {
+  ++requests;
+  bytes += payload_bytes;
+  microseconds += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+}
 
 std::string s3_error_code(ByteView body) {
   if (body.empty()) return "";
@@ -64,7 +77,7 @@ S3Client::S3Client(S3ClientOptions options, Credentials credentials)
 
 std::string S3Client::describe(const std::string& bucket) const { return "s3://" + bucket + " at " + options_.endpoint; }
 
-HttpResponse S3Client::execute(const Request& r) {
+HttpResponse S3Client::execute(const Request& r, const std::function<void(Headers&)>& before_attempt) {
   const Endpoint& ep = http_.endpoint();
   SigningRequest sr;
   sr.method = r.method;
@@ -77,7 +90,6 @@ HttpResponse S3Client::execute(const Request& r) {
     if (r.key.empty() && !r.bucket.empty()) sr.path = "/" + r.bucket;
   }
   sr.query = r.query;
-  sr.headers = r.headers;
   sr.payload_hash = "UNSIGNED-PAYLOAD";
 
   HttpRequest hr;
@@ -89,7 +101,9 @@ HttpResponse S3Client::execute(const Request& r) {
 
   thread_local std::mt19937_64 rng(std::random_device{}());
   for (int attempt = 1;; ++attempt) {
-    hr.headers = r.headers;
+    sr.headers = r.headers;
+    if (before_attempt) before_attempt(sr.headers);
+    hr.headers = sr.headers;
     hr.headers.emplace_back("host", sr.host);
     for (auto& h : sign_request(sr, credentials_, options_.region, std::time(nullptr))) hr.headers.push_back(h);
     ++stats_.requests;
@@ -112,6 +126,84 @@ HttpResponse S3Client::execute(const Request& r) {
     std::uniform_int_distribution<int64_t> wait(0, std::max<int64_t>(1, ceiling));
     std::this_thread::sleep_for(std::chrono::milliseconds(wait(rng)));
   }
+}
+
+HttpResponse S3Client::execute_payload(Request r) {
+  const bool upload = !r.body_into;
+  const size_t length = upload ? r.body.size() : r.body_into->size();
+  if (options_.rdma && upload) {
+    // The same checksum over both paths, so an object is stored alike however it travelled.
+    Crc crc32c(CrcAlgorithm::kCrc32c);
+    crc32c.update(r.body);
+    r.headers.emplace_back("x-amz-checksum-crc32c", to_base64(crc32c.big_endian()));
+  }
+  if (options_.rdma && length > 0 && length <= options_.rdma->max_transfer()) {
+    if (auto response = execute_rdma(r)) return *response;
+    ++stats_.rdma_fallbacks;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  HttpResponse response = execute(r);
+  (upload ? stats_.http_put : stats_.http_get).add(upload ? length : response.body_size,
+                                                    std::chrono::steady_clock::now() - started);
+  return response;
+}
+
+std::optional<HttpResponse> S3Client::execute_rdma(const Request& r) {
+  const bool upload = !r.body_into;
+  const size_t length = upload ? r.body.size() : r.body_into->size();
+  RdmaChannel& channel = *options_.rdma;
+  std::optional<rdma::Slot> slot = channel.acquire();
+  if (!slot) return std::nullopt;
+  Request over = r;  // the same request with an empty body; the slot holds the bytes
+  over.body = {};
+  over.body_into.reset();
+  if (upload) std::memcpy(slot->data().data(), r.body.data(), length);
+
+  const auto started = std::chrono::steady_clock::now();
+  HttpResponse response;
+  try {
+    // A fresh one-use token per attempt: a retry after a broken connection may
+    // need a new session, and the server spends every nonce it admits.
+    response = execute(over, [&](Headers& headers) {
+      std::optional<std::string> token = channel.grant(*slot, length);
+      if (!token) throw NoRdmaSession{};
+      headers.emplace_back(rdma::kTokenHeader, *token);
+    });
+  } catch (const NoRdmaSession&) {
+    return std::nullopt;
+  }
+  const std::string reply = response.header(rdma::kReplyHeader);
+  if (response.status == 501 || reply == "501") return std::nullopt;  // declined
+  if (reply.empty()) {
+    // A 2xx without a reply ignored the token; anything else (NoSuchKey, 416)
+    // is the server's answer about the object, the same as over HTTP.
+    if (response.status / 100 == 2) return std::nullopt;
+    return response;
+  }
+  if (reply.front() != '2') {
+    // The token was refused (a restarted server knows no such session): a new
+    // session for the next request, HTTP for this one.
+    channel.distrust();
+    return std::nullopt;
+  }
+  if (upload) {
+    stats_.rdma_put.add(length, std::chrono::steady_clock::now() - started);
+    return response;
+  }
+  const std::string moved = response.header(rdma::kBytesTransferredHeader);
+  const bool well_formed =
+      !moved.empty() && moved.size() <= 19 && moved.find_first_not_of("0123456789") == std::string::npos;
+  const uint64_t bytes = well_formed ? std::stoull(moved) : 0;
+  if (!well_formed || bytes > length) {
+    throw Error(ErrorKind::kIntegrity, describe(r.bucket) + "/" + r.key + ": the server says it wrote '" + moved +
+                                           "' bytes by RDMA into a " + std::to_string(length) + "-byte buffer");
+  }
+  std::memcpy(r.body_into->data(), slot->data().data(), bytes);
+  response.body_size = bytes;
+  // Servers disagree on where the range's status goes: either saying 206 makes it partial content.
+  if (response.status == 206 || reply == "206") response.status = 206;
+  stats_.rdma_get.add(bytes, std::chrono::steady_clock::now() - started);
+  return response;
 }
 
 void S3Client::fail(const Request& r, const HttpResponse& response) const {
@@ -145,7 +237,7 @@ void S3Client::create_bucket(const std::string& bucket) {
 void S3Client::put_object(const std::string& bucket, const std::string& key, ByteView data) {
   auto digest = md5(data);
   Request r{"PUT", bucket, key, {}, {{"content-md5", to_base64(digest)}}, data, {}};
-  HttpResponse resp = execute(r);
+  HttpResponse resp = execute_payload(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string etag = unquote(resp.header("etag"));
   if (!etag.empty() && etag != to_hex(digest)) {
@@ -167,7 +259,7 @@ std::string S3Client::upload_part(const std::string& bucket, const std::string& 
   auto digest = md5(data);
   Request r{"PUT", bucket, key, {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}},
             {{"content-md5", to_base64(digest)}}, data, {}};
-  HttpResponse resp = execute(r);
+  HttpResponse resp = execute_payload(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string etag = unquote(resp.header("etag"));
   if (etag != to_hex(digest)) {
@@ -244,7 +336,7 @@ size_t S3Client::get_range(const std::string& bucket, const std::string& key, ui
   if (out.empty()) return 0;
   Request r{"GET", bucket, key, {}, {{"range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + out.size() - 1)}},
             {}, out};
-  HttpResponse resp = execute(r);
+  HttpResponse resp = execute_payload(r);
   if (resp.status == 416) return 0;  // offset at or past the end
   if (resp.status == 206 || (resp.status == 200 && offset == 0)) return resp.body_size;
   fail(r, resp);

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "targets/s3/http_client.h"
+#include "targets/s3/rdma_channel.h"
 #include "targets/s3/sigv4.h"
 
 namespace keel::targets::s3 {
@@ -29,6 +31,9 @@ struct S3ClientOptions {
   bool virtual_hosted = false;  // bucket.host/key instead of host/bucket/key
   HttpOptions http;
   RetryPolicy retry;
+  // Object payloads (PutObject and UploadPart bodies, ranged GETs) over RDMA
+  // when set; HTTP carries whatever it declines or cannot fit in a slot.
+  std::shared_ptr<RdmaChannel> rdma;
 };
 
 struct ObjectHead {
@@ -42,12 +47,26 @@ struct MultipartUploadInfo {
   std::string initiated;  // ISO 8601, as the server said
 };
 
+// Object payloads moved one way: how many, their bytes, and the time from
+// sending the request to the response (retries included).
+struct PayloadStats {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> microseconds{0};
+  void add(uint64_t payload_bytes, std::chrono::steady_clock::duration took);
+};
+
 // Counters for tests and stats output.
 struct S3Stats {
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> retries{0};
-  std::atomic<uint64_t> bytes_sent{0};
-  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> bytes_sent{0};      // HTTP bodies
+  std::atomic<uint64_t> bytes_received{0};  // HTTP bodies
+  // Uploads (PutObject, UploadPart) and ranged GETs, by the path their bytes took.
+  PayloadStats rdma_put, rdma_get, http_put, http_get;
+  // Payloads that tried RDMA and went over HTTP after all: declined by the
+  // server, refused token, or no session to be had.
+  std::atomic<uint64_t> rdma_fallbacks{0};
 };
 
 class S3Client {
@@ -76,6 +95,8 @@ class S3Client {
   void delete_objects(const std::string& bucket, const std::vector<std::string>& keys);
 
   const S3Stats& stats() const { return stats_; }
+  // The RDMA channel's reconnects (0 without one).
+  uint64_t rdma_reconnects() const { return options_.rdma ? options_.rdma->reconnects() : 0; }
   std::string describe(const std::string& bucket) const;
 
  private:
@@ -89,7 +110,13 @@ class S3Client {
     std::optional<std::span<uint8_t>> body_into;
   };
   // Signs and sends with retries; returns the final response (any status).
-  HttpResponse execute(const Request& request);
+  // `before_attempt` adds headers to sign for each attempt (a fresh RDMA token).
+  HttpResponse execute(const Request& request, const std::function<void(Headers&)>& before_attempt = {});
+  // A request with an object payload (an upload's body, or a GET into
+  // body_into): over RDMA when configured and the server agrees, else HTTP.
+  HttpResponse execute_payload(Request request);
+  // The RDMA attempt; nullopt when it must go over HTTP instead.
+  std::optional<HttpResponse> execute_rdma(const Request& request);
   [[noreturn]] void fail(const Request& request, const HttpResponse& response) const;
 
   S3ClientOptions options_;

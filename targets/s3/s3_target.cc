@@ -74,6 +74,25 @@ class S3Target : public Target {
   size_t read_concurrency() const override { return 32; }
   uint64_t throttle_events() const override { return client_.stats().retries; }
 
+  std::vector<std::pair<std::string, uint64_t>> transfer_stats() const override {
+    const S3Stats& s = client_.stats();
+    std::vector<std::pair<std::string, uint64_t>> out{{"requests", s.requests}, {"retries", s.retries},
+                                                      {"http_bytes_sent", s.bytes_sent},
+                                                      {"http_bytes_received", s.bytes_received}};
+    const auto payload = [&](const std::string& name, const PayloadStats& p) {
+      out.emplace_back(name + "_requests", p.requests);
+      out.emplace_back(name + "_bytes", p.bytes);
+      out.emplace_back(name + "_microseconds", p.microseconds);
+    };
+    payload("http_put", s.http_put);
+    payload("http_get", s.http_get);
+    payload("rdma_put", s.rdma_put);
+    payload("rdma_get", s.rdma_get);
+    out.emplace_back("rdma_fallbacks", s.rdma_fallbacks);
+    out.emplace_back("rdma_reconnects", client_.rdma_reconnects());
+    return out;
+  }
+
   std::unique_ptr<Upload> start_upload(const std::string& key) override {
     std::string full = prefix_ + key;
     return std::make_unique<S3Upload>(client_, bucket_, full, client_.create_multipart_upload(bucket_, full));

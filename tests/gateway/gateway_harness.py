@@ -29,7 +29,8 @@ class Gateway:
     dedupe=True, buckets created through the API are dedupe buckets in a
     fresh keel repository (self.repo)."""
 
-    def __init__(self, dedupe=False):
+    def __init__(self, dedupe=False, rdma_listen=None):
+        """`rdma_listen`: serve the RDMA data plane there too (an address on an RDMA device)."""
         self.dir = tempfile.mkdtemp(prefix="keel-gateway-")
         self.cert = os.path.join(self.dir, "cert.pem")
         key = os.path.join(self.dir, "key.pem")
@@ -38,8 +39,9 @@ class Gateway:
                         "-keyout", key, "-out", self.cert], check=True, capture_output=True)
         state = os.path.join(self.dir, "state")
         users = "".join(f"[user:{name}]\naccess_key = {a}\nsecret_key = {s}\n\n" for name, (a, s) in USERS.items())
+        rdma = f"rdma_listen = {rdma_listen}\n" if rdma_listen else ""
         config = (f"[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_certificate = {self.cert}\n"
-                  f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n\n{users}"
+                  f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n{rdma}\n{users}"
                   f"[bucket:shared]\nowner = alice\ngrants = bob:read\npath = {state}/configured/shared\n\n"
                   f"[bucket:alice-private]\nowner = alice\npath = {state}/configured/alice-private\n")
         if dedupe:
@@ -54,16 +56,19 @@ class Gateway:
         self.config = os.path.join(self.dir, "gateway.conf")
         with open(self.config, "w") as f:
             f.write(config)
+        self.rdma = rdma_listen
         self.start()
 
     def start(self):
         self.process = subprocess.Popen([KEEL, "gateway", "--config", self.config], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         self.urls = {}
-        for _ in range(3):
+        for _ in range(4 if self.rdma else 3):
             line = self.process.stdout.readline()
             if line.startswith("metrics on "):
                 self.metrics_url = line.split()[-1]
+                continue
+            if line.startswith("rdma on "):
                 continue
             if not line.startswith("listening on "):
                 self.process.kill()
@@ -72,6 +77,30 @@ class Gateway:
                 raise AssertionError(f"keel gateway did not start: {line}{error}")
             url = line.split()[-1]
             self.urls["https" if url.startswith("https") else "http"] = url
+
+    def crash_and_restart(self):
+        """SIGKILL, as a crash, then the gateway again on the same addresses and state."""
+        self.process.kill()
+        self.process.wait()
+        self.process.stdout.close()
+        self.process.stderr.close()
+        def port(url):
+            return url.split("/")[2].rsplit(":", 1)[1]
+        with open(self.config) as f:
+            config = f.read()
+        for key, url in (("\nlisten", self.urls["http"]), ("\ntls_listen", self.urls["https"]),
+                         ("\nmetrics_listen", self.metrics_url)):
+            config = config.replace(f"{key} = 127.0.0.1:0", f"{key} = 127.0.0.1:{port(url)}")
+        with open(self.config, "w") as f:
+            f.write(config)
+        self.start()
+
+    def metrics(self):
+        """The Prometheus exposition as {'name{labels}': value}."""
+        import urllib.request
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        return {k: float(v) for k, v in (line.rsplit(" ", 1) for line in lines if line and not line.startswith("#"))}
 
     def env(self, user="alice", scheme="http"):
         access, secret = USERS[user]

@@ -21,17 +21,20 @@
 #include <string>
 
 #include "targets/rdma/availability.h"
+#include "tests/rdma/vm_host.h"
 #include "targets/rdma/verbs_transport.h"
 #include "util/error.h"
 
 extern char** environ;
+
+std::string keel::test::rdma_test_host;
 
 using namespace keel::targets::rdma;
 using namespace std::chrono_literals;
 
 namespace {
 
-std::string g_host;  // the RDMA device's address: $KEEL_RDMA_TEST_IP or $RXE_IP
+const std::string& g_host = keel::test::rdma_test_host;
 
 SessionOptions options() {
   SessionOptions o;
@@ -261,6 +264,6 @@ int main(int argc, char** argv) {
     std::cout << "SKIP: set KEEL_RDMA_TEST_IP to an address on the RDMA device's interface\n";
     return 77;
   }
-  g_host = host;
+  keel::test::rdma_test_host = host;
   return Catch::Session().run(argc, argv);
 }
