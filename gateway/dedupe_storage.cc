@@ -40,23 +40,26 @@ class ChunkWriter final : public BucketStorage::Writer {
  private:
   // Cuts chunks while a whole max-size chunk's worth is buffered (the
   // chunker needs that much to find the same cut points as on a file), or
-  // everything at the end of the stream.
+  // everything at the end of the stream. The buffer is compacted once a
+  // max-size chunk's worth was consumed, so each byte moves about once.
   void cut(bool final) {
     const size_t max = chunker_.params().max_size;
-    size_t start = 0;
-    while (buffer_.size() - start >= max || (final && start < buffer_.size())) {
-      const ByteView rest(buffer_.data() + start, buffer_.size() - start);
+    while (buffer_.size() - consumed_ >= max || (final && consumed_ < buffer_.size())) {
+      const ByteView rest(buffer_.data() + consumed_, buffer_.size() - consumed_);
       const size_t n = chunker_.next_cut(rest, final);
-      const ByteView chunk = rest.first(n);
-      chunks_.push_back({session_.add(chunk), static_cast<uint32_t>(n)});
-      start += n;
+      chunks_.push_back({session_.add(rest.first(n)), static_cast<uint32_t>(n)});
+      consumed_ += n;
     }
-    buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(start));
+    if (consumed_ >= max || consumed_ == buffer_.size()) {
+      buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(consumed_));
+      consumed_ = 0;
+    }
   }
 
   engine::ChunkStore::Session session_;
   engine::Chunker chunker_;
-  Bytes buffer_;  // not yet cut
+  Bytes buffer_;  // [consumed_, size) is not yet cut
+  size_t consumed_ = 0;
   uint64_t size_ = 0;
   std::vector<ChunkPiece> chunks_;
 };

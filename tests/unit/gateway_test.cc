@@ -374,7 +374,7 @@ TEST_CASE("gateway metadata: versions, delete markers and listings", "[gateway]"
   CHECK_FALSE(store.delete_version("b", "k", "m1"));
 }
 
-TEST_CASE("gateway metadata: migration 2 keeps objects as null versions", "[gateway]") {
+TEST_CASE("gateway metadata: migration 2 keeps objects as null versions, migration 5 buckets raw", "[gateway]") {
   keel::test::TempDir dir("keel-gateway-test");
   {
     catalog::Database db(dir.file("gateway.db"));
@@ -403,6 +403,7 @@ TEST_CASE("gateway metadata: migration 2 keeps objects as null versions", "[gate
   CHECK(object->version_id == "null");
   CHECK(object->segments.size() == 2);
   CHECK(store.bucket("b")->versioning.empty());
+  CHECK(store.bucket("b")->mode == "raw");  // migration 5: buckets from before dedupe mode are raw
   store.set_versioning("b", "Enabled");
   CHECK(store.bucket("b")->versioning == "Enabled");
   // Segments still follow their object.
