@@ -21,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 // Prune reads every page of the blob and tree tables once: a large page
 // cache gains nothing there and would make its memory grow with the index.
+constexpr std::string_view kExternalRootsKey = "external-roots";
 constexpr uint64_t kScanCacheBytes = 8ull << 20;
 // Repack reads live blobs in ranges of at most kRepackRead that skip dead
 // gaps larger than kRepackGap, and writes the new packs in parts of
@@ -50,6 +51,7 @@ class PruneRun {
 
   PruneResult run() {
     auto started = Clock::now();
+    refuse_without_external_roots();
     if (!options_.dry_run) lock_ = acquire_lock(repo_.target(), repo_.keys().data, LeaseOptions{.clock = options_.clock});
     repo_.catalog().limit_cache(kScanCacheBytes);
     repo_.sync_catalog();
@@ -90,6 +92,17 @@ class PruneRun {
     result_.packs = packs_.size();
     result_.blobs = live_->blobs();
     result_.unindexed_references = live_->unindexed_references();
+  }
+
+  void refuse_without_external_roots() {
+    if (options_.extra_roots) return;
+    if (!repo_.target().head(std::string(kExternalRootsKey))) return;
+    const Bytes holder = repo_.target().get(std::string(kExternalRootsKey));
+    throw Error(ErrorKind::kUsage,
+                repo_.target().describe() + ": chunks of this repository are in use outside its snapshots (by " +
+                    std::string(as_chars(holder)) +
+                    ", named in its external-roots object); a prune that sees only snapshots would delete them. "
+                    "Collect garbage through their holder instead (keel gateway gc --config FILE)");
   }
 
   void mark_extra_roots() {
@@ -344,5 +357,10 @@ const char* pack_action_name(PackAction action) {
 }
 
 PruneResult prune(Repository& repo, const PruneOptions& options) { return PruneRun(repo, options).run(); }
+
+void declare_external_roots(Repository& repo, const std::string& holder) {
+  if (repo.target().head(std::string(kExternalRootsKey))) return;
+  repo.target().put(std::string(kExternalRootsKey), as_bytes(holder));
+}
 
 }  // namespace keel::engine

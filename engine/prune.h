@@ -92,6 +92,15 @@ struct PruneResult {
 };
 
 // Throws Error(kLocked) if another maintenance run holds the lock.
+// Throws Error(kUsage) when the repository declares external roots (below)
+// and `options` brings none: such a prune would delete chunks in use.
 PruneResult prune(Repository& repo, const PruneOptions& options);
+
+// Marks the repository as holding chunks that something other than its
+// snapshots references (`holder`, e.g. a keel gateway's dedupe buckets), so
+// that a plain `keel prune`, which sees only snapshots, refuses to run on it.
+// The mark is the object "external-roots" (plain text naming the holder);
+// writing it again is harmless.
+void declare_external_roots(Repository& repo, const std::string& holder);
 
 }  // namespace keel::engine

@@ -6,6 +6,7 @@
 #include <future>
 
 #include "engine/chunker.h"
+#include "engine/prune.h"
 #include "util/codec.h"
 #include "util/error.h"
 
@@ -161,6 +162,7 @@ std::unique_ptr<engine::Repository> open_bucket_repository(const engine::Reposit
   }
   auto repo = engine::open_repository(access, *password);
   repo->sync_catalog();
+  engine::declare_external_roots(*repo, "keel gateway dedupe buckets");
   return repo;
 }
 

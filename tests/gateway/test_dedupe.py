@@ -93,6 +93,13 @@ class DedupeOnlyTest(unittest.TestCase):
         busy = subprocess.run([KEEL, "gateway", "gc", "--config", GATEWAY.config, "--grace", "0"],
                               capture_output=True, timeout=120)
         self.assertEqual(busy.returncode, 8, busy.stderr)
+        # Plain keel prune sees only snapshots: it refuses a gateway's repository.
+        plain = subprocess.run([KEEL, "prune", "--repo", GATEWAY.repo, "--password-file",
+                                os.path.join(GATEWAY.dir, "password"), "--catalog",
+                                os.path.join(GATEWAY.dir, "prune-catalog.db"), "--grace", "0"],
+                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(plain.returncode, 2, plain.stderr)
+        self.assertIn("keel gateway gc", plain.stderr)
         before = pack_bytes(GATEWAY.repo)
         GATEWAY.halt()
         try:

@@ -523,3 +523,31 @@ TEST_CASE("coalesce_reads joins neighbours and skips large gaps", "[prune]") {
   CHECK((reads[1].offset == 10'000 && reads[1].length == 20 && reads[1].count == 1));
   CHECK((reads[2].offset == 10'020 && reads[2].length == 5000 && reads[2].first == 4));
 }
+
+TEST_CASE("a repository with external roots is pruned only with them", "[prune]") {
+  Fixture f;
+  auto [old_packs, kept] = f.old_and_kept(100'000, 100'000, 5);
+  declare_external_roots(*f.repo, "a test's dedupe store");
+  declare_external_roots(*f.repo, "a test's dedupe store");  // again: harmless
+
+  try {
+    f.prune(0);
+    FAIL("prune without roots ran");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kUsage);
+    CHECK_THAT(e.what(), Catch::Contains("a test's dedupe store") && Catch::Contains("keel gateway gc"));
+  }
+  CHECK(f.keys("condemned/").empty());
+
+  // With roots naming every chunk of the forgotten snapshot's packs, nothing of them goes.
+  PruneOptions options = f.options(0);
+  std::vector<Id> old_chunks;
+  for (const Id& pack : old_packs)
+    for (const auto& blob : f.repo->catalog().blobs_in_pack(pack)) old_chunks.push_back(blob.id);
+  options.extra_roots = [&](const auto& mark) {
+    for (const Id& id : old_chunks) mark(id);
+  };
+  PruneResult r = engine::prune(*f.repo, options);
+  CHECK(r.packs_deleted == 0);
+  f.restores_identical(kept, f.src("keep"));
+}
