@@ -70,18 +70,8 @@ if [[ -z ${S3_ENDPOINT:-} ]]; then
 fi
 [[ -n ${S3_ACCESS_KEY:-} && -n ${S3_SECRET_KEY:-} ]] || die "S3_ENDPOINT is set but S3_ACCESS_KEY or S3_SECRET_KEY is not"
 
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-gwbench.XXXXXX")
-else
-  mkdir -p "$work"
-  work=$(cd "$work" && pwd)
-fi
-gateway_pid=""
-cleanup() {
-  [[ -z $gateway_pid ]] || { kill "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null || true; }
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$bench_dir/gateway_lib.sh"
+bench_scratch keel-gwbench
 
 # --- data ---------------------------------------------------------------------
 mkdir -p "$work/small" "$work/aws"
@@ -115,15 +105,7 @@ repository = $work/repo
 password_file = $work/password
 catalog = $work/catalog.db
 CONF
-"$keel_bin" gateway --config "$work/gateway.conf" >"$work/gateway.out" 2>"$work/gateway.err" &
-gateway_pid=$!
-for _ in $(seq 100); do
-  grep -q '^listening on ' "$work/gateway.out" 2>/dev/null && break
-  kill -0 "$gateway_pid" 2>/dev/null || die "keel gateway did not start: $(cat "$work/gateway.err")"
-  sleep 0.1
-done
-gateway_url=$(awk '/^listening on /{print $3; exit}' "$work/gateway.out")
-[[ -n $gateway_url ]] || die "keel gateway printed no URL"
+start_gateway "$work/gateway.conf" "listening on "
 
 # --- measurements -------------------------------------------------------------------
 export AWS_CONFIG_FILE="$work/aws/config" AWS_SHARED_CREDENTIALS_FILE="$work/aws/credentials"

@@ -58,18 +58,8 @@ if [[ -z $ip ]]; then
   exec "$repo_root/tests/rdma/run-in-vm.sh" "$bench_dir/rdma_compare.sh" "${args[@]}" --keel "$keel_bin"
 fi
 
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-rdmabench.XXXXXX")
-else
-  mkdir -p "$work"
-  work=$(cd "$work" && pwd)
-fi
-gateway_pid=""
-cleanup() {
-  [[ -z $gateway_pid ]] || { kill "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null || true; }
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$bench_dir/gateway_lib.sh"
+bench_scratch keel-rdmabench
 
 # --- data and gateway ----------------------------------------------------------------
 mkdir -p "$work/data"
@@ -91,11 +81,7 @@ secret_key = $AWS_SECRET_ACCESS_KEY
 owner = bench
 path = $work/gateway/bench
 CONF
-"$keel_bin" gateway --config "$work/gateway.conf" > "$work/gateway.out" 2>&1 &
-gateway_pid=$!
-for _ in $(seq 100); do grep -q "^rdma on" "$work/gateway.out" 2>/dev/null && break; sleep 0.1; done
-grep -q "^rdma on" "$work/gateway.out" || die "keel gateway did not start: $(cat "$work/gateway.out")"
-endpoint=$(awk '/^listening on/ {print $3; exit}' "$work/gateway.out")
+start_gateway "$work/gateway.conf" "rdma on"
 
 ticks=$(getconf CLK_TCK)
 # CPU seconds the gateway has used so far (utime + stime).
@@ -105,7 +91,7 @@ server_cpu() { awk -v t="$ticks" '{printf "%.3f", ($14 + $15) / t}' "/proc/$gate
 # line "wall client_cpu server_cpu" to $work/MODE-PHASE.cost.
 run() {
   local mode=$1 phase=$2; shift 2
-  local flags=(--repo "s3://bench/$mode" --endpoint "$endpoint" --json)
+  local flags=(--repo "s3://bench/$mode" --endpoint "$gateway_url" --json)
   [[ $mode == http ]] || flags+=(--rdma "$ip:$port")
   local before after
   before=$(server_cpu)
@@ -118,7 +104,7 @@ run() {
 }
 
 for mode in http rdma; do
-  "$keel_bin" --repo "s3://bench/$mode" --endpoint "$endpoint" init > /dev/null
+  "$keel_bin" --repo "s3://bench/$mode" --endpoint "$gateway_url" init > /dev/null
   run "$mode" backup backup "$work/data"
   snapshot=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["snapshot"])' "$work/$mode-backup.json")
   run "$mode" restore restore "$snapshot" --target "$work/restore-$mode"
