@@ -2,7 +2,8 @@
 on the Soft-RoCE device of tests/rdma/run-in-vm.sh (RXE_IP), or any RDMA
 device at KEEL_RDMA_TEST_IP. Exits 77 (skipped) when there is none.
 
-- payloads go by RDMA both ways (client stats and gateway metrics say so);
+- payloads go by RDMA both ways (client stats and gateway metrics say so),
+  into a raw bucket and into a dedupe bucket;
 - a gateway without rdma_listen declines and the client falls back to HTTP;
 - the gateway killed mid-backup: the client carries on over a new session or
   HTTP, nothing is lost, and the next run is clean."""
@@ -46,7 +47,8 @@ def same_tree(a, b):
 class RdmaGateway(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.gateway = Gateway(rdma_listen=f"{IP}:{RDMA_PORT}")
+        # Buckets the clients create are dedupe buckets; "shared" is raw.
+        cls.gateway = Gateway(dedupe=True, rdma_listen=f"{IP}:{RDMA_PORT}")
         cls.tmp = tempfile.mkdtemp(prefix="keel-rdma-e2e-")
 
     @classmethod
@@ -54,11 +56,11 @@ class RdmaGateway(unittest.TestCase):
         cls.gateway.stop()
         subprocess.run(["rm", "-rf", cls.tmp])
 
-    def keel(self, repo, *args, endpoint=None, rdma=f"{IP}:{RDMA_PORT}", expect=0):
+    def keel(self, repo, *args, bucket="shared", endpoint=None, rdma=f"{IP}:{RDMA_PORT}", expect=0):
         env = self.gateway.env()
         env.update(KEEL_PASSWORD="rdma e2e", XDG_DATA_HOME=os.path.join(self.tmp, "state"),
                    KEEL_CATALOG=os.path.join(self.tmp, repo.replace("/", "_") + ".db"))
-        command = [KEEL, "--repo", f"s3://shared/{repo}", "--endpoint", endpoint or self.gateway.urls["http"],
+        command = [KEEL, "--repo", f"s3://{bucket}/{repo}", "--endpoint", endpoint or self.gateway.urls["http"],
                    "--rdma", rdma, *args]
         p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         self.assertEqual(p.returncode, expect, f"{' '.join(command)}\nstdout: {p.stdout}\nstderr: {p.stderr}")
@@ -95,6 +97,22 @@ class RdmaGateway(unittest.TestCase):
         self.assertGreaterEqual(grew('keel_gateway_rdma_bytes_total{operation="UploadPart"}')
                                 + grew('keel_gateway_rdma_bytes_total{operation="PutObject"}'), 7 << 20)
         self.assertGreaterEqual(grew('keel_gateway_rdma_bytes_total{operation="GetObject"}'), 7 << 20)
+
+    def test_dedupe_bucket_moves_payloads_by_rdma(self):
+        tree = os.path.join(self.tmp, "tree-dedupe")
+        make_tree(tree, 4, [4 << 20, 1 << 20])
+        before = self.gateway.metrics()
+        sent, received = self.round_trip("dedupe", tree, bucket="deduped")
+        self.assertEqual(sent["rdma_fallbacks"], 0)
+        self.assertEqual(sent["http_put_requests"], 0)
+        self.assertGreaterEqual(sent["rdma_put_bytes"], 5 << 20)
+        self.assertEqual(received["rdma_fallbacks"], 0)
+        self.assertGreaterEqual(received["rdma_get_bytes"], 5 << 20)
+        after = self.gateway.metrics()
+        # The bytes went through the gateway's chunker into its repository, not to raw files.
+        stored = sum(v - before.get(k, 0) for k, v in after.items()
+                     if k.startswith("keel_gateway_dedupe_logical_bytes_total"))
+        self.assertGreaterEqual(stored, 5 << 20)
 
     def test_gateway_without_rdma_declines_and_the_client_falls_back(self):
         plain = Gateway()
