@@ -1,6 +1,7 @@
 // The CRCs S3 offers as object checksums (x-amz-checksum-crc32, -crc32c,
-// -crc64nvme): reflected, initial value and final xor all ones. One
-// table-driven implementation (slicing by 8) serves all three.
+// -crc64nvme): reflected, initial value and final xor all ones. CRC-32 and
+// CRC-32C run on ISA-L (carry-less multiply and the SSE4.2 crc32 instruction:
+// gigabytes per second, where a gateway checks every upload).
 #pragma once
 
 #include <cstdint>
