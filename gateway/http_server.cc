@@ -34,7 +34,7 @@ using asio::awaitable;
 using asio::use_awaitable;
 
 constexpr size_t kHeaderLimit = 64 * 1024;
-constexpr size_t kBodyBuffer = 256 * 1024;
+constexpr size_t kBodyBuffer = 1024 * 1024;
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
 
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
@@ -138,10 +138,11 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
 
     Exchange exchange = handler.begin(std::move(head));
     Response response;
+    bool body_read = parser.is_done();  // no body at all
     if (!exchange.body) {
       response = std::move(exchange.response);
       // The body was not read; the connection cannot carry another request.
-      if (!parser.is_done()) keep_alive = false;
+      if (!body_read) keep_alive = false;
     } else {
       try {
         if (expects_continue && !parser.is_done()) {
@@ -149,25 +150,51 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
           co_await asio::async_write(stream, asio::buffer("HTTP/1.1 100 Continue\r\n\r\n", 25), use_awaitable);
         }
         body_buffer.resize(kBodyBuffer);
-        while (!parser.is_done()) {
-          request.body().data = body_buffer.data();
-          request.body().size = body_buffer.size();
-          lowest(stream).expires_after(kIdleTimeout);
-          co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
-          if (ec == http::error::need_buffer) ec = {};
-          if (ec) co_return;  // the client went away or sent a broken body: nothing to answer
-          const size_t got = body_buffer.size() - request.body().size;
-          bytes_in += got;
-          exchange.body->write(ByteView(body_buffer.data(), got));
+        if (!parser.chunked() && parser.content_length()) {
+          // A body of known length skips the parser: what came with the header,
+          // then socket reads straight into body_buffer (the parser reads 64 KiB
+          // at a time and copies each piece; this was a third of a PUT's CPU).
+          uint64_t remaining = *parser.content_length();
+          const size_t early = static_cast<size_t>(std::min<uint64_t>(buffer.size(), remaining));
+          if (early > 0) {
+            exchange.body->write(ByteView(static_cast<const uint8_t*>(buffer.data().data()), early));
+            buffer.consume(early);
+            remaining -= early;
+            bytes_in += early;
+          }
+          while (remaining > 0) {
+            lowest(stream).expires_after(kIdleTimeout);
+            const size_t want = static_cast<size_t>(std::min<uint64_t>(body_buffer.size(), remaining));
+            const size_t got = co_await stream.async_read_some(asio::buffer(body_buffer.data(), want),
+                                                               asio::redirect_error(use_awaitable, ec));
+            if (ec) co_return;  // the client went away: nothing to answer
+            remaining -= got;
+            bytes_in += got;
+            exchange.body->write(ByteView(body_buffer.data(), got));
+          }
+          body_read = true;
+        } else {
+          while (!parser.is_done()) {
+            request.body().data = body_buffer.data();
+            request.body().size = body_buffer.size();
+            lowest(stream).expires_after(kIdleTimeout);
+            co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) co_return;  // the client went away or sent a broken body: nothing to answer
+            const size_t got = body_buffer.size() - request.body().size;
+            bytes_in += got;
+            exchange.body->write(ByteView(body_buffer.data(), got));
+          }
+          body_read = true;
         }
         response = exchange.body->finish();
         for (auto& header : exchange.response.headers) response.headers.push_back(std::move(header));
       } catch (const S3Error& e) {
         response = error_response(e, resource, request_id);
-        if (!parser.is_done()) keep_alive = false;
+        if (!body_read) keep_alive = false;
       } catch (const Error& e) {
         response = error_response(S3Error("InternalError", e.what()), "", request_id);
-        if (!parser.is_done()) keep_alive = false;
+        if (!body_read) keep_alive = false;
       }
     }
     const uint64_t bytes_out = response.stream ? response.stream_length : response.body.size();
