@@ -116,8 +116,12 @@ int cmd_scheduler(App& app, const Args& args) {
   jobs::SystemClock clock;
   jobs::SchedulerCallbacks callbacks;
   callbacks.on_event = [&](const SchedulerEvent& e) { log(describe(e, clock.now())); };
+  bool announced = false;
   callbacks.on_status = [&](const std::vector<jobs::JobStatus>& statuses) {
     board.set(statuses);
+    // Announced once the endpoint has every job to show, not before.
+    if (server && !announced) log("keel scheduler: metrics at http://" + server->address() + "/metrics");
+    announced = true;
     if (metrics_file.empty()) return;
     try {
       write_file_atomic(metrics_file, as_bytes(board.metrics()));
@@ -126,7 +130,7 @@ int cmd_scheduler(App& app, const Args& args) {
     }
   };
   log("keel scheduler: jobs from " + store.path() + ", at most " + std::to_string(options.max_concurrent) +
-      " at once" + (server ? ", metrics at http://" + server->address() + "/metrics" : "") +
+      " at once" +
       (options.once ? ", once" : ""));
   jobs::Scheduler scheduler(store, launcher, clock, options, callbacks);
   int code = scheduler.run(App::cancel);

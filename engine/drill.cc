@@ -35,8 +35,10 @@ int64_t unix_now_ns() {
 // Samples a restore's progress on its own thread until finished.
 class TimelineSampler {
  public:
+  // The first sample is taken here, not on the thread, which a busy machine
+  // may not schedule before a short restore ends.
   explicit TimelineSampler(const RestoreProgress& progress)
-      : progress_(progress), thread_([this](std::stop_token stop) { run(stop); }) {}
+      : progress_(progress), samples_{sample_now()}, thread_([this](std::stop_token stop) { run(stop); }) {}
 
   // Stops sampling; returns the timeline, ending with a sample taken now.
   std::vector<ThroughputSample> finish() {
@@ -54,7 +56,9 @@ class TimelineSampler {
     std::mutex mu;
     std::condition_variable_any wake;  // woken by the stop request
     std::unique_lock lock(mu);
-    while (!stop.stop_requested()) {
+    while (true) {
+      wake.wait_for(lock, stop, interval, [] { return false; });
+      if (stop.stop_requested()) return;
       samples_.push_back(sample_now());
       if (samples_.size() >= kMaxSamples) {
         size_t kept = 0;
@@ -62,7 +66,6 @@ class TimelineSampler {
         samples_.resize(kept);
         interval *= 2;
       }
-      wake.wait_for(lock, stop, interval, [] { return false; });
     }
   }
 

@@ -308,9 +308,14 @@ class Scheduler(JobTestCase):
         proc = subprocess.Popen([KEEL, "scheduler", "--metrics-listen", "127.0.0.1:0"], env=self.env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            first = proc.stderr.readline()
-            m = re.search(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", first)
-            self.assertIsNotNone(m, first)
+            # Announced once the jobs' statuses are on the endpoint (after the banner and a line per job).
+            seen = ""
+            for _ in range(10):
+                seen += proc.stderr.readline()
+                m = re.search(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", seen)
+                if m:
+                    break
+            self.assertIsNotNone(m, seen)
             with urllib.request.urlopen(m.group(1), timeout=10) as r:
                 self.assertEqual(r.status, 200)
                 self.assertIn("version=0.0.4", r.headers["Content-Type"])

@@ -7,6 +7,7 @@ import datetime
 import hashlib
 import os
 import re
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -316,10 +317,17 @@ class FeatureTest(unittest.TestCase):
         s3.put_object(Bucket=bucket, Key="m", Body=b"z" * 5000)
         s3.get_object(Bucket=bucket, Key="m")["Body"].read()
         error_of(lambda: s3.get_object(Bucket=bucket, Key="missing"))
-        after = scrape()
 
         def grew(name):
             return after.get(name, 0) - before.get(name, 0)
+        # A request is counted once its response is written, which the client may see first.
+        deadline = time.monotonic() + 5
+        while True:
+            after = scrape()
+            if grew('keel_gateway_request_duration_seconds_count{operation="GetObject"}') >= 2 or \
+                    time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         self.assertEqual(grew('keel_gateway_requests_total{operation="PutObject",status="200"}'), 1)
         self.assertEqual(grew('keel_gateway_requests_total{operation="GetObject",status="200"}'), 1)
         self.assertEqual(grew('keel_gateway_requests_total{operation="GetObject",status="404"}'), 1)
