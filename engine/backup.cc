@@ -99,7 +99,7 @@ class BackupRun : public SourceSink {
         // Chunks in flight pin the buffers they lie in; two more for the walker.
         read_buffers_(std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2,
                       options.memory_budget / 2 / (std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2) + 2),
-        uploads_(getenv("XUP") ? atoi(getenv("XUP")) : 4, 16),
+        uploads_(4, 16),
         data_packs_(repo.target(), repo.keys().data, catalog::BlobType::kData, pack_options(repo.config()), uploads_,
                     part_budget_, [this](auto& pack, auto& blobs) { repo_.catalog().add_pack(pack, blobs); }),
         tree_packs_(repo.target(), repo.keys().data, catalog::BlobType::kTree, pack_options(repo.config()), uploads_,
