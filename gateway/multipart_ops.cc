@@ -1,10 +1,12 @@
 // The multipart upload operations of S3Api.
+#include <algorithm>
 #include <map>
 
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
+#include "gateway/tagging.h"
 #include "util/digest.h"
 #include "util/error.h"
 #include "util/id.h"
@@ -45,17 +47,30 @@ UploadRecord S3Api::upload_for(const Call& call, const Bucket& bucket) {
   return *upload;
 }
 
+namespace {
+
+// Headers of CreateMultipartUpload that act when the upload completes: kept
+// with the upload's headers, never stored as the object's metadata.
+constexpr std::string_view kOnCompletion[] = {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+                                              "x-amz-object-lock-legal-hold", "x-amz-tagging"};
+
+bool acts_on_completion(std::string_view name) {
+  return std::find(std::begin(kOnCompletion), std::end(kOnCompletion), name) != std::end(kOnCompletion);
+}
+
+}  // namespace
+
 Response S3Api::create_upload(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  if (call.request.has_header("x-amz-tagging")) {
-    throw S3Error("NotImplemented", "x-amz-tagging on a multipart upload; tag the object once it is complete");
-  }
-  if (has_lock_headers(call.request)) {
-    throw S3Error("NotImplemented", "Object Lock headers on a multipart upload; the bucket's default retention applies "
-                                    "to it, or set retention once it is complete");
+  // Checked now, as AWS does; applied to the version the upload completes into.
+  new_version_lock(call, *bucket, /*uploads_body=*/false);
+  parse_tagging_header(call.request.header("x-amz-tagging"));
+  NameValues headers = stored_headers(call.request);
+  for (const auto& [name, value] : call.request.headers) {
+    if (acts_on_completion(name)) headers.emplace_back(name, value);
   }
   UploadRecord upload{Id::random().hex().substr(0, 32), bucket->record.name, call.request.key, call.user.name,
-                      now_ns(), stored_headers(call.request), call.request.header("x-amz-checksum-algorithm")};
+                      now_ns(), std::move(headers), call.request.header("x-amz-checksum-algorithm")};
   for (char& c : upload.checksum_algorithm) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   {
     std::lock_guard lock(mutex_);
@@ -195,9 +210,13 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       object.key = upload.key;
       object.etag = to_hex(md5(as_bytes(md5s))) + "-" + std::to_string(requested.size());
       object.modified_ns = now_ns();
-      object.headers = upload.headers;
+      S3Request initiated;  // the lock and tagging headers CreateMultipartUpload carried
+      for (const auto& header : upload.headers) {
+        (acts_on_completion(header.first) ? initiated.headers : object.headers).push_back(header);
+      }
       versioned = !bucket->record.versioning.empty();
-      object.lock = lock_for_new_version(S3Request{}, bucket->record, object.modified_ns, false);
+      object.lock = lock_for_new_version(initiated, bucket->record, object.modified_ns, false);
+      object.tags = parse_tagging_header(initiated.header("x-amz-tagging"));
       object.version_id = version_id_for(bucket->record.versioning);
       std::vector<Segment> replaced;
       metadata_.transaction([&] {

@@ -229,6 +229,34 @@ class FeatureTest(unittest.TestCase):
         self.assertEqual(s3.get_object_retention(Bucket=bucket, Key="copied", VersionId=copied["VersionId"])
                          ["Retention"]["Mode"], "COMPLIANCE")
 
+        # Lock and tagging headers on a multipart upload apply to the version it completes into.
+        upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", ObjectLockMode="COMPLIANCE",
+                                            ObjectLockRetainUntilDate=later, ObjectLockLegalHoldStatus="ON",
+                                            Tagging="kind=backup", ContentType="application/x-keel")["UploadId"]
+        part = s3.upload_part(Bucket=bucket, Key="mp", UploadId=upload, PartNumber=1, Body=b"m" * 1000)
+        done = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload,
+                                            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+        retention = s3.get_object_retention(Bucket=bucket, Key="mp", VersionId=done["VersionId"])["Retention"]
+        self.assertEqual((retention["Mode"], int(retention["RetainUntilDate"].timestamp())),
+                         ("COMPLIANCE", int(later.timestamp())))
+        self.assertEqual(s3.get_object_legal_hold(Bucket=bucket, Key="mp")["LegalHold"]["Status"], "ON")
+        self.assertEqual(s3.get_object_tagging(Bucket=bucket, Key="mp")["TagSet"], [{"Key": "kind", "Value": "backup"}])
+        head = s3.head_object(Bucket=bucket, Key="mp")
+        self.assertEqual(head["ContentType"], "application/x-keel")
+        self.assertNotIn("x-amz-tagging", head["ResponseMetadata"]["HTTPHeaders"])
+        self.assertEqual(error_of(lambda: s3.delete_object(Bucket=bucket, Key="mp", VersionId=done["VersionId"],
+                                                           BypassGovernanceRetention=True))["Error"]["Code"],
+                         "AccessDenied")
+        # ... and are checked when the upload starts.
+        self.assertEqual(error_of(lambda: s3.create_multipart_upload(
+            Bucket=bucket, Key="bad", ObjectLockMode="FOREVER", ObjectLockRetainUntilDate=later))["Error"]["Code"],
+            "InvalidArgument")
+        self.assertEqual(error_of(lambda: s3.create_multipart_upload(Bucket=bucket, Key="bad", Tagging="a=1&a=2"))
+                         ["Error"]["Code"], "InvalidTag")
+        self.assertEqual(error_of(lambda: s3.create_multipart_upload(
+            Bucket=plain, Key="x", ObjectLockMode="GOVERNANCE", ObjectLockRetainUntilDate=later))["Error"]["Code"],
+            "InvalidRequest")
+
         # Lock headers need Object Lock on the bucket.
         self.assertEqual(error_of(lambda: s3.put_object(Bucket=plain, Key="x", Body=b"x", ObjectLockMode="GOVERNANCE",
                                                         ObjectLockRetainUntilDate=later))["Error"]["Code"],
