@@ -107,6 +107,7 @@ int job_add(App& app, const Args& args) {
   job.aws_profile = app.global.target.profile;
   job.ca_file = app.global.target.ca_file.empty() ? "" : absolute_path(app.global.target.ca_file);
   job.virtual_hosted = app.global.target.virtual_hosted;
+  job.rdma = app.global.target.rdma;
   if (!app.global.password_file.empty()) job.password_file = absolute_path(app.global.password_file);
   job.catalog = absolute_path(repo->catalog_path());
   job.created_ns = jobs::to_unix_ns(std::chrono::system_clock::now());
@@ -213,7 +214,8 @@ int job_show(App& app, const Args& args) {
     if (!r.keep_tags.empty()) retention += "; tags kept: " + list(r.keep_tags);
   }
   std::printf("job %s\n", job.name.c_str());
-  row("repository", job.repo + (job.endpoint.empty() ? "" : " (endpoint " + job.endpoint + ")"));
+  row("repository", job.repo + (job.endpoint.empty() ? "" : " (endpoint " + job.endpoint + ")") +
+                        (job.rdma.empty() ? "" : " (rdma " + job.rdma + ")"));
   row("paths", list(job.paths));
   row("excludes", list(job.excludes));
   row("tags", list(std::vector<std::string>{job.tag()}) + (job.tags.empty() ? "" : ", " + list(job.tags)));

@@ -51,6 +51,7 @@ void job_json(Json& j, const jobs::Job& job) {
       .field("aws_profile", job.aws_profile)
       .field("ca_file", job.ca_file)
       .field("virtual_hosted", job.virtual_hosted)
+      .field("rdma", job.rdma)
       .field("password_file", job.password_file)
       .field("catalog", job.catalog)
       .field("paths", job.paths)

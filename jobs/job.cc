@@ -18,6 +18,7 @@ targets::TargetOptions Job::target_options() const {
   options.profile = aws_profile;
   options.ca_file = ca_file;
   options.virtual_hosted = virtual_hosted;
+  options.rdma = rdma;
   return options;
 }
 

@@ -26,6 +26,7 @@ struct Job {
   std::string aws_profile;
   std::string ca_file;
   bool virtual_hosted = false;
+  std::string rdma;  // --rdma HOST:PORT of a keel gateway's RDMA data plane (docs/rdma.md); empty: HTTP
   // A file holding the password; never the password itself. Empty:
   // KEEL_PASSWORD or KEEL_PASSWORD_FILE in the environment of the run.
   std::string password_file;

@@ -28,12 +28,14 @@ const std::vector<catalog::Migration> kMigrations = {
         " before_hook TEXT NOT NULL, after_hook TEXT NOT NULL, created_ns INTEGER NOT NULL, handled_until_ns INTEGER,"
         " memory_mib INTEGER NOT NULL)",
     },
+    // 2: the RDMA data plane a job's S3 target is reached through.
+    {"ALTER TABLE jobs ADD COLUMN rdma TEXT NOT NULL DEFAULT ''"},
 };
 
 constexpr const char* kColumns =
     "name, repo, endpoint, region, aws_profile, ca_file, virtual_hosted, password_file, catalog, paths, excludes,"
     " tags, schedule, time_zone, keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly,"
-    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib";
+    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib, rdma";
 
 Job read_job(Statement& s) {
   Job j;
@@ -65,6 +67,7 @@ Job read_job(Statement& s) {
   j.created_ns = s.column_int64(24);
   if (!s.column_is_null(25)) j.handled_until_ns = s.column_int64(25);
   j.memory_mib = s.column_uint64(26);
+  j.rdma = s.column_text(27);
   return j;
 }
 
@@ -86,7 +89,7 @@ JobStore::~JobStore() = default;
 
 void JobStore::add(const Job& j) {
   StatementScope s(db_->cached(std::string("INSERT INTO jobs(") + kColumns +
-                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                                " ON CONFLICT(name) DO NOTHING RETURNING name"));
   s->bind_text(1, j.name);
   s->bind_text(2, j.repo);
@@ -123,6 +126,7 @@ void JobStore::add(const Job& j) {
     s->bind_null(26);
   }
   s->bind_uint64(27, j.memory_mib);
+  s->bind_text(28, j.rdma);
   if (!s->step()) {
     throw Error(ErrorKind::kUsage, "a job named " + j.name + " exists already (keel job remove " + j.name + " first)");
   }

@@ -37,6 +37,7 @@ Job full_job() {
   j.aws_profile = "backup";
   j.ca_file = "/etc/ssl/ca.pem";
   j.virtual_hosted = true;
+  j.rdma = "192.0.2.7:7471";
   j.password_file = "/etc/keel/password";
   j.catalog = "/var/lib/keel/abc/catalog.db";
   j.paths = {"/srv/db dump", "/etc/odd\nname"};
@@ -67,6 +68,7 @@ void check_same(const Job& a, const Job& b) {
   CHECK(a.aws_profile == b.aws_profile);
   CHECK(a.ca_file == b.ca_file);
   CHECK(a.virtual_hosted == b.virtual_hosted);
+  CHECK(a.rdma == b.rdma);
   CHECK(a.password_file == b.password_file);
   CHECK(a.catalog == b.catalog);
   CHECK(a.paths == b.paths);
@@ -124,6 +126,11 @@ TEST_CASE("job store keeps every field of a job and refuses duplicates", "[jobs]
   Job job = full_job();
   store.add(job);
   check_same(store.get(job.name), job);
+  // A run reaches the target as the job was added: endpoint, TLS and RDMA settings.
+  const targets::TargetOptions target = store.get(job.name).target_options();
+  CHECK(target.endpoint == job.endpoint);
+  CHECK(target.virtual_hosted);
+  CHECK(target.rdma == "192.0.2.7:7471");
   CHECK_THROWS_AS(store.add(job), Error);
   try {
     store.get("missing");
