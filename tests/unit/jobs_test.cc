@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "catalog/sqlite.h"
 #include "jobs/child_process.h"
 #include "jobs/job_status.h"
 #include "jobs/job_store.h"
@@ -119,6 +120,24 @@ std::string http_get(const std::string& address, const std::string& request) {
 }
 
 }  // namespace
+
+TEST_CASE("job store: a store from before jobs had --rdma opens with HTTP for its jobs", "[jobs]") {
+  TempDir dir;
+  const std::string path = dir.file("jobs.db");
+  Job job = full_job();
+  JobStore(path).add(job);
+  {
+    // Schema version 1: the same table without the rdma column.
+    catalog::Database db(path);
+    db.exec("ALTER TABLE jobs DROP COLUMN rdma");
+    db.exec("PRAGMA user_version = 1");
+  }
+  JobStore store(path);
+  job.rdma.clear();
+  check_same(store.get(job.name), job);
+  catalog::Database db(path);
+  CHECK(catalog::schema_version(db) == 2);
+}
 
 TEST_CASE("job store keeps every field of a job and refuses duplicates", "[jobs]") {
   TempDir dir;
