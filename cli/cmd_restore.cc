@@ -26,7 +26,7 @@ int cmd_restore(App& app, const Args& args) {
       ("overwrite", po::value(&overwrite)->default_value(overwrite),
        "existing files: always, if-changed (keep those already correct: resumes an interrupted restore), never")
       ("verify", po::value(&verify)->default_value(verify),
-       "check each file's checksum: on (read back), full (flush, then read back from disk), off")
+       "check each file's checksum: on (as written, or read back), full (flush, then read back from disk), off")
       ("no-verify", po::bool_switch(&no_verify), "same as --verify=off")
       ("readers", po::value(&readers)->default_value(0), "ranged reads in flight (0: adaptive)");
   po::positional_options_description pos;
