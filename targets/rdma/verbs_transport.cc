@@ -4,10 +4,14 @@
 #include <openssl/rand.h>
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "targets/rdma/availability.h"
 #include "targets/rdma/cm_channel.h"
@@ -157,14 +161,22 @@ class VerbsServerSession : public ServerSession {
   }
 
  private:
+  // Several requests of one client may move their bytes at once: each posts
+  // its work request (at most kQueueDepth out on the queue pair) and waits
+  // for its own completion.
   void transfer(ibv_wr_opcode opcode, const Token& token, const Slot& local) {
     const char* what = opcode == IBV_WR_RDMA_READ ? "RDMA READ" : "RDMA WRITE";
     if (&local.pool() != &registered_->pool)
       throw Error(ErrorKind::kUsage, std::string(what) + ": the local slot is not from the server's registered pool");
     // An sge carries at most 4 GiB - 1; slots are far smaller in practice.
     guard_.admit(token, std::min<uint64_t>(local.data().size(), std::numeric_limits<uint32_t>::max()));
-    std::lock_guard lock(mu_);  // one operation at a time per session
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    std::unique_lock lock(mu_);
+    changed_.wait_until(lock, deadline, [&] { return broken_ || outstanding_ < kQueueDepth; });
     if (broken_) throw Error(ErrorKind::kTargetIo, "RDMA: session " + std::to_string(session_) + " is broken");
+    if (outstanding_ >= kQueueDepth)
+      throw Error(ErrorKind::kTargetIo, std::string(what) + ": no room on the queue pair within " +
+                                            std::to_string(timeout_.count()) + " ms");
     ibv_sge sge{local.address(), static_cast<uint32_t>(token.length), registered_->pool.lkey()};
     ibv_send_wr wr{};
     wr.wr_id = ++last_wr_;
@@ -176,15 +188,63 @@ class VerbsServerSession : public ServerSession {
     wr.wr.rdma.rkey = token.rkey;
     ibv_send_wr* bad = nullptr;
     if (int err = ibv_post_send(connection_->id()->qp, &wr, &bad)) throw_errno(std::string(what) + ": ibv_post_send", err);
-    try {
-      ibv_wc wc = connection_->cq().next(timeout_);
-      if (wc.status != IBV_WC_SUCCESS || wc.wr_id != wr.wr_id)
-        throw Error(ErrorKind::kTargetIo, std::string(what) + " of " + std::to_string(token.length) +
-                                              " bytes for session " + std::to_string(session_) +
-                                              " failed: " + ibv_wc_status_str(wc.status));
-    } catch (const Error&) {
-      broken_ = true;  // the queue pair is in error or the operation is still out
-      throw;
+    ++outstanding_;
+    struct Returned {  // the slot on the queue pair, however the wait ends (mu_ is held then)
+      VerbsServerSession& session;
+      ~Returned() {
+        --session.outstanding_;
+        session.changed_.notify_all();
+      }
+    } returned{*this};
+    const ibv_wc wc = completion_of(lock, wr.wr_id, deadline);
+    if (wc.status != IBV_WC_SUCCESS) {
+      broken_ = true;  // the queue pair is in error: every operation still out is flushed
+      throw Error(ErrorKind::kTargetIo, std::string(what) + " of " + std::to_string(token.length) +
+                                            " bytes for session " + std::to_string(session_) +
+                                            " failed: " + ibv_wc_status_str(wc.status));
+    }
+  }
+
+  // The completion of work request `wr_id`. Whichever waiter finds nobody
+  // polling polls the completion queue (it is not safe to poll from two
+  // threads) and files what it gets for its owner. Called with mu_ held.
+  ibv_wc completion_of(std::unique_lock<std::mutex>& lock, uint64_t wr_id,
+                       std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+      if (auto it = completed_.find(wr_id); it != completed_.end()) {
+        const ibv_wc wc = it->second;
+        completed_.erase(it);
+        return wc;
+      }
+      if (broken_) throw Error(ErrorKind::kTargetIo, "RDMA: session " + std::to_string(session_) + " broke meanwhile");
+      if (polling_) {
+        // Past its deadline a waiter waits for the poller (bounded by the
+        // poller's own deadline), then polls once itself and gives up.
+        if (std::chrono::steady_clock::now() < deadline) {
+          changed_.wait_until(lock, deadline);
+        } else {
+          changed_.wait(lock);
+        }
+        continue;
+      }
+      polling_ = true;
+      lock.unlock();
+      std::optional<ibv_wc> wc;
+      std::string failure;
+      try {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        wc = connection_->cq().next(std::max(left, std::chrono::milliseconds(0)));
+      } catch (const Error& e) {
+        failure = e.what();
+      }
+      lock.lock();
+      polling_ = false;
+      changed_.notify_all();
+      if (!wc) {
+        broken_ = true;  // an operation is still out, or the queue failed
+        throw Error(ErrorKind::kTargetIo, failure);
+      }
+      completed_[wc->wr_id] = *wc;
     }
   }
 
@@ -195,6 +255,10 @@ class VerbsServerSession : public ServerSession {
   TokenGuard guard_;
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
+  std::condition_variable changed_;  // room on the queue pair, a completion filed, the poller gone
+  std::map<uint64_t, ibv_wc> completed_;  // by wr_id, until their owners take them
+  int outstanding_ = 0;
+  bool polling_ = false;
   uint64_t last_wr_ = 0;
   bool broken_ = false;
 };
