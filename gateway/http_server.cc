@@ -172,7 +172,6 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
             bytes_in += got;
             exchange.body->write(ByteView(body_buffer.data(), got));
           }
-          body_read = true;
         } else {
           while (!parser.is_done()) {
             request.body().data = body_buffer.data();
@@ -185,8 +184,8 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
             bytes_in += got;
             exchange.body->write(ByteView(body_buffer.data(), got));
           }
-          body_read = true;
         }
+        body_read = true;
         response = exchange.body->finish();
         for (auto& header : exchange.response.headers) response.headers.push_back(std::move(header));
       } catch (const S3Error& e) {

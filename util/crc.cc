@@ -11,21 +11,19 @@ namespace {
 
 // CRC-64/NVME has no ISA-L routine in Debian 12's libisal (2.30), so it keeps
 // a table-driven loop (slicing by 8); S3 clients rarely send it.
-struct Crc64Tables {
-  std::array<std::array<uint64_t, 256>, 8> slice;
-};
+using Crc64Tables = std::array<std::array<uint64_t, 256>, 8>;  // one slice per input byte
 
 constexpr Crc64Tables make_crc64_tables(uint64_t reflected_polynomial) {
   Crc64Tables t{};
   for (unsigned b = 0; b < 256; ++b) {
     uint64_t r = b;
     for (int bit = 0; bit < 8; ++bit) r = (r & 1) ? (r >> 1) ^ reflected_polynomial : r >> 1;
-    t.slice[0][b] = r;
+    t[0][b] = r;
   }
   for (unsigned k = 1; k < 8; ++k) {
     for (unsigned b = 0; b < 256; ++b) {
-      const uint64_t previous = t.slice[k - 1][b];
-      t.slice[k][b] = (previous >> 8) ^ t.slice[0][previous & 0xff];
+      const uint64_t previous = t[k - 1][b];
+      t[k][b] = (previous >> 8) ^ t[0][previous & 0xff];
     }
   }
   return t;
@@ -48,9 +46,9 @@ uint64_t crc64_nvme_register(uint64_t reg, ByteView data) {
   for (; n >= 8; p += 8, n -= 8) {
     const uint64_t x = reg ^ load_le64(p);
     reg = 0;
-    for (unsigned i = 0; i < 8; ++i) reg ^= t.slice[7 - i][(x >> (8 * i)) & 0xff];
+    for (unsigned i = 0; i < 8; ++i) reg ^= t[7 - i][(x >> (8 * i)) & 0xff];
   }
-  for (; n > 0; ++p, --n) reg = (reg >> 8) ^ t.slice[0][(reg ^ *p) & 0xff];
+  for (; n > 0; ++p, --n) reg = (reg >> 8) ^ t[0][(reg ^ *p) & 0xff];
   return reg;
 }
 

@@ -128,13 +128,15 @@ void set_timeouts(tcp::socket& socket, std::chrono::milliseconds timeout) {
 // without TCP_NODELAY (Ceph RGW's default) holds the body back until the
 // header is acknowledged: every response with a body then cost 40 ms.
 // Linux clears the flag as it goes, so it is set again for every response.
-void acknowledge_promptly(tcp::socket& socket) {
+template <typename Stream>
+void acknowledge_promptly(Stream& stream) {
+  tcp::socket& socket = beast::get_lowest_layer(stream);
   int one = 1;
   ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
 }
 
 template <typename Stream>
-HttpResponse exchange(Stream& stream, tcp::socket& socket, beast::flat_buffer& buffer, const HttpRequest& request,
+HttpResponse exchange(Stream& stream, beast::flat_buffer& buffer, const HttpRequest& request,
                       std::optional<std::span<uint8_t>> body_into, bool& keep_alive) {
   http::request<http::span_body<const uint8_t>> req;
   req.method_string(request.method);
@@ -145,7 +147,7 @@ HttpResponse exchange(Stream& stream, tcp::socket& socket, beast::flat_buffer& b
   req.prepare_payload();
   if (request.body.empty() && request.method != "PUT" && request.method != "POST") req.erase(http::field::content_length);
   http::write(stream, req);
-  acknowledge_promptly(socket);
+  acknowledge_promptly(stream);
 
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: Beast 1.74 compares it wrongly
@@ -238,9 +240,8 @@ HttpResponse HttpClient::send(const HttpRequest& request, std::optional<std::spa
         }
       }
       bool keep_alive = false;
-      HttpResponse response =
-          conn->tls ? exchange(*conn->tls, conn->socket, conn->buffer, request, body_into, keep_alive)
-                    : exchange(conn->socket, conn->socket, conn->buffer, request, body_into, keep_alive);
+      HttpResponse response = conn->tls ? exchange(*conn->tls, conn->buffer, request, body_into, keep_alive)
+                                        : exchange(conn->socket, conn->buffer, request, body_into, keep_alive);
       if (keep_alive) {
         std::lock_guard lock(pool_->mu);
         if (pool_->idle.size() < options_.max_idle_connections) pool_->idle.push_back(std::move(conn));
