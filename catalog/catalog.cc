@@ -316,12 +316,25 @@ class SqliteCatalog final : public Catalog {
 
   std::optional<BlobLocation> find_blob(const Id& blob) override {
     std::lock_guard lock(mutex_);
-    StatementScope s(db_.cached(
-        "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
-        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no WHERE b.id = ?"));
-    s->bind_blob(1, blob.view());
-    if (!s->step()) return std::nullopt;
-    return BlobLocation{column_id(*s, 0), read_blob(*s, 1)};
+    return find_blob_locked(blob);
+  }
+
+  std::vector<std::optional<BlobLocation>> find_blobs(std::span<const Id> blobs) override {
+    std::lock_guard lock(mutex_);
+    // A read transaction (deferred BEGIN) does not hold writers up; inside
+    // a caller's transaction the lookups simply join it.
+    const bool own = depth_ == 0;
+    if (own) db_.exec("BEGIN");
+    std::vector<std::optional<BlobLocation>> found;
+    try {
+      found.reserve(blobs.size());
+      for (const Id& blob : blobs) found.push_back(find_blob_locked(blob));
+      if (own) db_.exec("COMMIT");
+    } catch (...) {
+      if (own) roll_back(/*outermost=*/true);
+      throw;
+    }
+    return found;
   }
 
   std::vector<BlobRecord> blobs_in_pack(const Id& pack) override {
@@ -600,6 +613,15 @@ class SqliteCatalog final : public Catalog {
       db_.exec(outermost ? "ROLLBACK" : "ROLLBACK TO nested; RELEASE nested");
     } catch (...) {
     }
+  }
+
+  std::optional<BlobLocation> find_blob_locked(const Id& blob) {
+    StatementScope s(db_.cached(
+        "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
+        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no WHERE b.id = ?"));
+    s->bind_blob(1, blob.view());
+    if (!s->step()) return std::nullopt;
+    return BlobLocation{column_id(*s, 0), read_blob(*s, 1)};
   }
 
   bool attached_table_exists(std::string_view table) {

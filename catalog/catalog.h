@@ -147,6 +147,9 @@ class Catalog {
   // Condemns a pack (since the given time) or, with nullopt, returns it to use.
   virtual void set_condemned(const Id& pack, std::optional<int64_t> since_unix) = 0;
   virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;
+  // find_blob for many, in one read transaction: a consistent view, and no
+  // file-lock round trip per blob (restore planning looks up every chunk).
+  virtual std::vector<std::optional<BlobLocation>> find_blobs(std::span<const Id> blobs) = 0;
   virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
   // Every blob a backup may dedupe against (those in condemned packs are
   // left out): loads the engine's dedupe index. Other threads' calls wait

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cli/parse.h"
 #include "util/error.h"
 
 namespace keel::cli {
@@ -39,6 +40,9 @@ po::options_description App::global_options() {
       ("ca-file", po::value(&global.target.ca_file), "trust this CA bundle for TLS, besides the system's")
       ("insecure-tls", po::bool_switch(&global.target.insecure_tls), "do NOT verify TLS certificates")
       ("virtual-hosted", po::bool_switch(&global.target.virtual_hosted), "bucket.host addressing instead of host/bucket")
+      ("s3-timeout", po::value(&global.s3_timeout),
+       "S3: longest wait for the server to take or send data before the request is retried (env KEEL_S3_TIMEOUT; "
+       "default 60s)")
       ("rdma", po::value(&global.target.rdma),
        "S3: move object payloads by RDMA through the gateway's rdma_listen HOST:PORT, HTTP where declined "
        "(env KEEL_RDMA; docs/rdma.md)")
@@ -62,6 +66,11 @@ bool App::parse(const std::vector<std::string>& args, po::options_description& o
   if (global.password_file.empty()) global.password_file = env("KEEL_PASSWORD_FILE");
   if (global.catalog.empty()) global.catalog = env("KEEL_CATALOG");
   if (global.target.rdma.empty()) global.target.rdma = env("KEEL_RDMA");
+  if (global.s3_timeout.empty()) global.s3_timeout = env("KEEL_S3_TIMEOUT");
+  if (!global.s3_timeout.empty()) {
+    global.target.io_timeout = parse_duration(global.s3_timeout, "--s3-timeout");
+    if (global.target.io_timeout.count() == 0) throw Error(ErrorKind::kUsage, "--s3-timeout must be more than 0");
+  }
   if (vm.count("help")) {
     std::cout << opts << global_options();
     return false;

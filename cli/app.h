@@ -24,6 +24,7 @@ struct GlobalOptions {
   std::string catalog;        // --catalog, KEEL_CATALOG
   bool json = false;
   bool quiet = false;
+  std::string s3_timeout;     // --s3-timeout, KEEL_S3_TIMEOUT
   targets::TargetOptions target;  // --endpoint, --region, --ca-file, ...
 };
 

@@ -106,6 +106,19 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   std::vector<catalog::SnapshotRecord> snapshots = repo.catalog().list_snapshots();
   result.snapshots = snapshots.size();
   std::unordered_set<Id, IdHash> referenced;
+  // Chunks seen for the first time, with where: looked up in batches.
+  std::vector<Id> unchecked;
+  std::vector<std::string> first_uses;
+  auto look_up_unchecked = [&] {
+    std::vector<std::optional<catalog::BlobLocation>> locations = repo.catalog().find_blobs(unchecked);
+    for (size_t i = 0; i < unchecked.size(); ++i) {
+      if (locations[i]) continue;
+      result.problems.push_back({"chunk " + unchecked[i].short_hex() + " is not in the index (no pack on the target holds it)",
+                                 {first_uses[i]}});
+    }
+    unchecked.clear();
+    first_uses.clear();
+  };
   std::set<Id> seen_trees;
   for (const auto& snap : snapshots) {
     try {
@@ -113,16 +126,16 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
         if (e.meta.type == NodeType::kDir && seen_trees.insert(e.subtree).second) ++result.trees;
         for (const ContentRef& ref : e.content) {
           if (ref.hole || !referenced.insert(ref.chunk).second) continue;
-          if (!repo.catalog().find_blob(ref.chunk)) {
-            result.problems.push_back({"chunk " + ref.chunk.short_hex() + " is not in the index (no pack on the target holds it)",
-                                       {snap.id.short_hex() + ":" + path}});
-          }
+          unchecked.push_back(ref.chunk);
+          first_uses.push_back(snap.id.short_hex() + ":" + path);
+          if (unchecked.size() == 4096) look_up_unchecked();
         }
       });
     } catch (const Error& e) {
       result.problems.push_back({"snapshot " + snap.id.short_hex() + ": " + e.what(), {}});
     }
   }
+  look_up_unchecked();
   result.blobs_referenced = referenced.size();
 
   if (options.read_data) {

@@ -81,14 +81,30 @@ struct FileTask {
   std::optional<Hash128> one_piece_hash;
 };
 
-// Replaces whatever is at `path` with an empty file of `size` (sparse);
-// returns it open for writing.
-UniqueFd create_file(const std::string& path, uint64_t size) {
-  ::unlink(path.c_str());
-  UniqueFd fd = open_or_throw(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
-  if (size > 0 && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) throw_errno("truncate " + path, errno);
+// Replaces whatever is at `path` with an empty file, sized to `size`
+// (sparse) unless the caller's first write sets the size; returns it open
+// for writing. Most targets are empty, so the exclusive create comes first
+// and only what is there gets unlinked: a path lookup saved per file.
+UniqueFd create_file(const std::string& path, uint64_t size, bool sized_by_first_write = false) {
+  constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  UniqueFd fd(::open(path.c_str(), kCreate, 0600));
+  if (!fd) {
+    if (errno != EEXIST) throw_errno("create " + path, errno);
+    ::unlink(path.c_str());
+    fd = open_or_throw(path, kCreate, 0600);
+  }
+  if (size > 0 && !sized_by_first_write && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
+    throw_errno("truncate " + path, errno);
+  }
   return fd;
 }
+
+// Where metadata is applied: a file open for writing (the f* calls), or a
+// path that is not followed if it is a symlink (fd < 0: the l* calls).
+struct MetaTarget {
+  int fd;
+  const std::string& path;
+};
 
 struct Destination {
   FileTask* file;
@@ -127,8 +143,8 @@ class RestoreRun {
         if (::link(first.c_str(), link.c_str()) != 0) fail(link, std::string("link: ") + std::strerror(errno));
       }
     }
-    for (auto& item : meta_items_) apply_meta(item.first, item.second->meta);
-    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) apply_meta(it->first, it->second);
+    for (auto& [path, entry] : meta_items_) apply_meta({-1, path}, entry->meta);
+    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) apply_meta({-1, it->first}, it->second);
     result_.failures = std::move(failures_);
     return result_;
   }
@@ -286,32 +302,38 @@ class RestoreRun {
       offset += ref.length;
     }
     task->remaining = data;
-    if (data == 0 && !options_.verify_only) create_file(disk_path, e.meta.size);
     progress_.bytes_total += e.meta.size;
     ++progress_.files_total;
     ++result_.files;
     result_.bytes += e.meta.size;
-    if (!options_.verify_only) meta_items_.emplace_back(disk_path, &e);
     FileTask* raw = task.get();
     files_.push_back(std::move(task));
-    if (data == 0) finish_file(*raw);
+    if (data == 0) {
+      UniqueFd fd;
+      if (!options_.verify_only) fd = create_file(disk_path, e.meta.size);
+      finish_file(*raw, fd.get());
+    }
   }
 
   // Groups needed blobs by pack, coalesces neighbours into ranged reads and
   // orders the reads.
   std::vector<ReadJob> make_jobs() {
+    std::vector<Id> ids;
+    ids.reserve(needs_.size());
+    for (auto& [id, need] : needs_) ids.push_back(id);
+    std::vector<std::optional<catalog::BlobLocation>> locations = repo_.catalog().find_blobs(ids);
     std::vector<BlobNeed*> needs;
     needs.reserve(needs_.size());
-    for (auto& [id, need] : needs_) {
-      need.id = id;
-      std::optional<catalog::BlobLocation> loc = repo_.catalog().find_blob(id);
-      if (!loc) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      BlobNeed& need = needs_.at(ids[i]);
+      need.id = ids[i];
+      if (!locations[i]) {
         for (const Destination& d : need.destinations) {
-          if (!d.file->failed.exchange(true)) fail(d.file->path, "chunk " + id.short_hex() + " is missing from the index");
+          if (!d.file->failed.exchange(true)) fail(d.file->path, "chunk " + ids[i].short_hex() + " is missing from the index");
         }
         continue;
       }
-      need.loc = *loc;
+      need.loc = *locations[i];
       needs.push_back(&need);
     }
     std::sort(needs.begin(), needs.end(), [](const BlobNeed* a, const BlobNeed* b) {
@@ -435,16 +457,17 @@ class RestoreRun {
   }
 
   void write_piece(FileTask& file, uint64_t offset, ByteView data) {
+    UniqueFd fd;
     if (options_.verify_only) {
       progress_.bytes_done += data.size();
     } else if (!file.failed) {
       try {
-        UniqueFd fd;
-        std::call_once(file.created, [&] { fd = create_file(file.path, file.entry->meta.size); });
-        if (!fd) fd = open_or_throw(file.path, O_WRONLY | O_NOFOLLOW);
+        bool whole_file = offset == 0 && data.size() == file.entry->meta.size;
+        std::call_once(file.created, [&] { fd = create_file(file.path, file.entry->meta.size, whole_file); });
+        if (!fd) fd = open_or_throw(file.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         pwrite_all(fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
         progress_.bytes_done += data.size();
-        if (offset == 0 && data.size() == file.entry->meta.size && options_.verify && !options_.verify_from_disk) {
+        if (whole_file && options_.verify && !options_.verify_from_disk) {
           Xxh3Stream hash;
           hash.update(data);
           file.one_piece_hash = hash.digest();
@@ -453,11 +476,16 @@ class RestoreRun {
         if (!file.failed.exchange(true)) fail(file.path, e.what());
       }
     }
-    if (file.remaining.fetch_sub(data.size()) == data.size()) finish_file(file);
+    if (file.remaining.fetch_sub(data.size()) == data.size()) finish_file(file, fd.get());
   }
 
-  void finish_file(FileTask& file) {
+  // `fd`: the file open for writing, or -1 where it was not opened (a
+  // verify-only run, or a file that already failed).
+  void finish_file(FileTask& file, int fd) {
     finish_file_checks(file);
+    // Metadata now, through the descriptor and on the reader's thread: by
+    // path, after all files, it was a serial tail of path lookups.
+    if (!file.failed && fd >= 0) apply_meta({fd, file.path}, file.entry->meta);
     ++progress_.files_done;
     if (!file.failed) {
       int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -489,24 +517,28 @@ class RestoreRun {
     }
   }
 
-  void apply_meta(const std::string& path, const NodeMeta& m) {
+  void apply_meta(MetaTarget target, const NodeMeta& m) {
+    const std::string& path = target.path;
     const char* p = path.c_str();
+    const int fd = target.fd;
     struct stat st;
-    if (::lstat(p, &st) != 0) return;  // never created: its failure was already reported
-    if (::geteuid() == 0 && ::lchown(p, m.uid, m.gid) != 0) fail(path, std::string("chown: ") + std::strerror(errno));
-    for (const Xattr& x : m.xattrs) {
-      if (::lsetxattr(p, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0 && errno != ENOTSUP &&
-          errno != EPERM) {
-        fail(path, "set xattr " + x.name + ": " + std::strerror(errno));
-      }
+    if (fd < 0 && ::lstat(p, &st) != 0) return;  // never created: its failure was already reported
+    if (::geteuid() == 0 && (fd >= 0 ? ::fchown(fd, m.uid, m.gid) : ::lchown(p, m.uid, m.gid)) != 0) {
+      fail(path, std::string("chown: ") + std::strerror(errno));
     }
-    if (m.type != NodeType::kSymlink && ::chmod(p, m.mode & 07777) != 0) {
+    for (const Xattr& x : m.xattrs) {
+      const char* name = x.name.c_str();
+      int rc = fd >= 0 ? ::fsetxattr(fd, name, x.value.data(), x.value.size(), 0)
+                       : ::lsetxattr(p, name, x.value.data(), x.value.size(), 0);
+      if (rc != 0 && errno != ENOTSUP && errno != EPERM) fail(path, "set xattr " + x.name + ": " + std::strerror(errno));
+    }
+    if (m.type != NodeType::kSymlink && (fd >= 0 ? ::fchmod(fd, m.mode & 07777) : ::chmod(p, m.mode & 07777)) != 0) {
       fail(path, std::string("chmod: ") + std::strerror(errno));
     }
     struct timespec times[2];
     times[0].tv_sec = times[1].tv_sec = m.mtime_ns / 1000000000;
     times[0].tv_nsec = times[1].tv_nsec = m.mtime_ns % 1000000000;
-    if (::utimensat(AT_FDCWD, p, times, AT_SYMLINK_NOFOLLOW) != 0) {
+    if ((fd >= 0 ? ::futimens(fd, times) : ::utimensat(AT_FDCWD, p, times, AT_SYMLINK_NOFOLLOW)) != 0) {
       fail(path, std::string("set times: ") + std::strerror(errno));
     }
   }

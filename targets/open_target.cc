@@ -47,6 +47,7 @@ std::unique_ptr<Target> open_target(const std::string& location, const TargetOpt
     client.virtual_hosted = options.virtual_hosted;
     client.http.ca_file = options.ca_file;
     client.http.insecure_tls = options.insecure_tls;
+    client.http.timeout = options.io_timeout;
     if (!options.rdma.empty()) client.rdma = open_rdma_channel(options.rdma);
     return s3::open_s3_target(location, client, creds.credentials, options.create);
   }

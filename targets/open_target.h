@@ -3,6 +3,7 @@
 //   s3://bucket[/prefix]           an S3 bucket (endpoint from options or env)
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,9 @@ struct TargetOptions {
   std::string ca_file;
   bool insecure_tls = false;
   bool virtual_hosted = false;
+  // S3: how long a request waits for the server to take or send data before
+  // it fails (and is retried).
+  std::chrono::milliseconds io_timeout{60000};
   // S3: the gateway's RDMA data plane, "host:port" (docs/rdma.md); empty: HTTP only.
   std::string rdma;
 };

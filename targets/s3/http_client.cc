@@ -2,8 +2,8 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
@@ -75,10 +75,78 @@ std::string HttpResponse::header(std::string_view name) const {
   return "";
 }
 
+namespace {
+
+// A connected socket whose every read and write waits at most `timeout` for
+// progress, then fails with timed_out (a retryable I/O error). Asio's
+// blocking calls cannot do this: when SO_RCVTIMEO fires they poll again
+// without a limit, so a server that stopped answering (a full Ceph cluster
+// does) held a request, and the backup, forever. The socket is non-blocking;
+// poll() does the waiting.
+class TimedSocket {
+ public:
+  using executor_type = tcp::socket::executor_type;
+  using next_layer_type = tcp::socket;
+  using lowest_layer_type = tcp::socket::lowest_layer_type;
+
+  TimedSocket(tcp::socket& socket, std::chrono::milliseconds timeout) : socket_(socket), timeout_(timeout) {}
+
+  executor_type get_executor() { return socket_.get_executor(); }
+  next_layer_type& next_layer() { return socket_; }
+  lowest_layer_type& lowest_layer() { return socket_.lowest_layer(); }
+
+  template <typename Buffers>
+  size_t read_some(const Buffers& buffers, boost::system::error_code& ec) {
+    return transfer([&] { return socket_.read_some(buffers, ec); }, POLLIN, ec);
+  }
+  template <typename Buffers>
+  size_t write_some(const Buffers& buffers, boost::system::error_code& ec) {
+    return transfer([&] { return socket_.write_some(buffers, ec); }, POLLOUT, ec);
+  }
+  template <typename Buffers>
+  size_t read_some(const Buffers& buffers) {
+    return or_throw([&](boost::system::error_code& ec) { return read_some(buffers, ec); });
+  }
+  template <typename Buffers>
+  size_t write_some(const Buffers& buffers) {
+    return or_throw([&](boost::system::error_code& ec) { return write_some(buffers, ec); });
+  }
+
+ private:
+  template <typename Op>
+  size_t transfer(Op op, short events, boost::system::error_code& ec) {
+    for (;;) {
+      size_t n = op();
+      if (ec != asio::error::would_block && ec != asio::error::try_again) return n;
+      pollfd p{socket_.native_handle(), events, 0};
+      int ready;
+      do {
+        ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+      } while (ready < 0 && errno == EINTR);
+      if (ready == 0) ec = asio::error::timed_out;
+      if (ready < 0) ec.assign(errno, boost::system::system_category());
+      if (ready <= 0) return 0;
+    }
+  }
+  template <typename Op>
+  static size_t or_throw(Op op) {
+    boost::system::error_code ec;
+    size_t n = op(ec);
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
+
+  tcp::socket& socket_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
 struct HttpClient::Connection {
-  explicit Connection(asio::io_context& io) : socket(io) {}
+  Connection(asio::io_context& io, std::chrono::milliseconds timeout) : socket(io), timed(socket, timeout) {}
   tcp::socket socket;
-  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
+  TimedSocket timed;  // all traffic goes through it, TLS included
+  std::unique_ptr<asio::ssl::stream<TimedSocket&>> tls;
   beast::flat_buffer buffer;
 };
 
@@ -113,12 +181,8 @@ HttpClient::~HttpClient() = default;
 
 namespace {
 
-void set_timeouts(tcp::socket& socket, std::chrono::milliseconds timeout) {
-  struct timeval tv;
-  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+void prepare_socket(tcp::socket& socket) {
+  socket.non_blocking(true);  // TimedSocket waits, with its limit
   int one = 1;
   ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
@@ -226,12 +290,12 @@ HttpResponse HttpClient::send(const HttpRequest& request, std::optional<std::spa
     bool reused = conn != nullptr;
     try {
       if (!conn) {
-        conn = std::make_unique<Connection>(pool_->io);
+        conn = std::make_unique<Connection>(pool_->io, options_.timeout);
         tcp::resolver resolver(pool_->io);
         asio::connect(conn->socket, resolver.resolve(endpoint_.host, endpoint_.port));
-        set_timeouts(conn->socket, options_.timeout);
+        prepare_socket(conn->socket);
         if (endpoint_.tls) {
-          conn->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(conn->socket, pool_->tls_context);
+          conn->tls = std::make_unique<asio::ssl::stream<TimedSocket&>>(conn->timed, pool_->tls_context);
           if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), endpoint_.host.c_str())) {
             throw Error(ErrorKind::kTargetIo, endpoint_.url() + ": cannot set TLS server name");
           }
@@ -241,7 +305,7 @@ HttpResponse HttpClient::send(const HttpRequest& request, std::optional<std::spa
       }
       bool keep_alive = false;
       HttpResponse response = conn->tls ? exchange(*conn->tls, conn->buffer, request, body_into, keep_alive)
-                                        : exchange(conn->socket, conn->buffer, request, body_into, keep_alive);
+                                        : exchange(conn->timed, conn->buffer, request, body_into, keep_alive);
       if (keep_alive) {
         std::lock_guard lock(pool_->mu);
         if (pool_->idle.size() < options_.max_idle_connections) pool_->idle.push_back(std::move(conn));

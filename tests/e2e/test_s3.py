@@ -1,6 +1,7 @@
 """S3 only: retries through a fault-injecting proxy, TLS verification, orphaned uploads."""
 import os
 import random
+import time
 import unittest
 
 from keelcli import ON_S3, KeelTestCase, tree_state
@@ -40,6 +41,26 @@ class Faults(KeelTestCase):
             self.assertGreater(faults.get(mode, 0), 0, f"no {mode} fault was injected: {stats}")
         self.assertEqual(tree_state(src), tree_state(out + src))
         self.keel("check", "--read-data")  # directly, no proxy
+
+    def test_a_server_that_stops_answering_is_timed_out_and_retried(self):
+        src = self.path("src")
+        make_data(src, files=2)
+        self.init("--pack-size", "6")
+        upstream = int(os.environ["S3_ENDPOINT"].rsplit(":", 1)[1])
+        # Responses held for a minute: far past --s3-timeout, so each of those
+        # requests must give up on its connection and go again.
+        with ProxyProcess(upstream, ["stall:every=3,seconds=60,limit=4"], seed=1) as proxy:
+            env = {"KEEL_S3_ENDPOINT": proxy.endpoint, "KEEL_S3_TIMEOUT": "1s"}
+            started = time.monotonic()
+            self.keel("backup", src, env=env)
+            out = self.path("out")
+            self.keel("restore", "latest", "--target", out, env=env)
+            elapsed = time.monotonic() - started
+            stats = proxy.stop()
+        self.assertEqual(stats["injected"].get("stall", 0), 4, stats)
+        self.assertLess(elapsed, 45, "a stalled request waited for the server instead of timing out")
+        self.assertEqual(tree_state(src), tree_state(out + src))
+        self.keel("check", "--read-data")
 
     def test_unreachable_target_is_a_clear_io_error(self):
         self.init()

@@ -258,6 +258,20 @@ TEST_CASE("catalog indexes packs and their blobs", "[catalog]") {
   }
   CHECK_FALSE(cat->find_blob(Id::random()).has_value());
 
+  // Many at once: the same answers, in the order asked, misses included.
+  std::vector<Id> ask = {blobs[2].id, Id::random(), blobs[0].id, blobs[1].id};
+  auto many = cat->find_blobs(ask);
+  REQUIRE(many.size() == 4);
+  CHECK_FALSE(many[1].has_value());
+  for (size_t i : {0, 2, 3}) {
+    REQUIRE(many[i].has_value());
+    CHECK(many[i]->pack == pack.id);
+    CHECK(many[i]->blob.id == ask[i]);
+  }
+  CHECK(cat->find_blobs({}).empty());
+  // Inside a caller's transaction the lookups join it.
+  cat->transaction([&] { CHECK(cat->find_blobs(ask)[3]->blob.id == blobs[1].id); });
+
   auto in_pack = cat->blobs_in_pack(pack.id);
   REQUIRE(in_pack.size() == 3);
   check_same(in_pack[0], blobs[1]);
