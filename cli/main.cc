@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "util/allocator.h"
 #include "util/error.h"
 
 namespace {
@@ -63,6 +64,7 @@ bool takes_value(const std::string& arg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keel::keep_large_allocations_in_heap();
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);

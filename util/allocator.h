@@ -1,0 +1,15 @@
+// Process-wide memory allocator settings, applied once at start-up.
+#pragma once
+
+namespace keel {
+
+// Keeps the multi-MiB buffers the data path allocates and frees (read
+// buffers, chunks, sealed blobs, part bodies) in the allocator's heaps
+// instead of a fresh mmap each. glibc maps every allocation above its
+// dynamic threshold anew and returns freed heap tops to the kernel, so the
+// same memory was faulted in, zeroed and released again page by page: a
+// tenth of a restore's CPU. Memory in use stays bounded by the engine's
+// budgets; what is freed is kept for reuse.
+void keep_large_allocations_in_heap();
+
+}  // namespace keel
