@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -77,12 +76,13 @@ std::string HttpResponse::header(std::string_view name) const {
 
 namespace {
 
-// A connected socket whose every read and write waits at most `timeout` for
-// progress, then fails with timed_out (a retryable I/O error). Asio's
+// A socket whose connect and every read and write wait at most `timeout`
+// for progress, then fail with timed_out (a retryable I/O error). Asio's
 // blocking calls cannot do this: when SO_RCVTIMEO fires they poll again
-// without a limit, so a server that stopped answering (a full Ceph cluster
-// does) held a request, and the backup, forever. The socket is non-blocking;
-// poll() does the waiting.
+// without a limit (its connect never gives up before the kernel does), so a
+// server that stopped answering (a full Ceph cluster does) held a request,
+// and the backup, forever. The socket is non-blocking; poll() does the
+// waiting.
 class TimedSocket {
  public:
   using executor_type = tcp::socket::executor_type;
@@ -90,6 +90,30 @@ class TimedSocket {
   using lowest_layer_type = tcp::socket::lowest_layer_type;
 
   TimedSocket(tcp::socket& socket, std::chrono::milliseconds timeout) : socket_(socket), timeout_(timeout) {}
+
+  // Connects to the first of `endpoints` that accepts within the timeout.
+  void connect(const tcp::resolver::results_type& endpoints) {
+    boost::system::error_code ec = asio::error::host_not_found;
+    for (const auto& entry : endpoints) {
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+      socket_.open(entry.endpoint().protocol(), ec);
+      if (!ec) socket_.non_blocking(true, ec);
+      if (ec) continue;
+      if (::connect(socket_.native_handle(), entry.endpoint().data(), entry.endpoint().size()) == 0) return;
+      if (errno != EINPROGRESS) {
+        ec.assign(errno, boost::system::system_category());
+        continue;
+      }
+      if (!wait(POLLOUT, ec)) continue;
+      int error = 0;
+      socklen_t length = sizeof error;
+      ::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length);
+      if (error == 0) return;
+      ec.assign(error, boost::system::system_category());
+    }
+    throw boost::system::system_error(ec);
+  }
 
   executor_type get_executor() { return socket_.get_executor(); }
   next_layer_type& next_layer() { return socket_; }
@@ -118,15 +142,19 @@ class TimedSocket {
     for (;;) {
       size_t n = op();
       if (ec != asio::error::would_block && ec != asio::error::try_again) return n;
-      pollfd p{socket_.native_handle(), events, 0};
-      int ready;
-      do {
-        ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
-      } while (ready < 0 && errno == EINTR);
-      if (ready == 0) ec = asio::error::timed_out;
-      if (ready < 0) ec.assign(errno, boost::system::system_category());
-      if (ready <= 0) return 0;
+      if (!wait(events, ec)) return 0;
     }
+  }
+  // Whether the socket became ready for `events` within the timeout.
+  bool wait(short events, boost::system::error_code& ec) {
+    pollfd p{socket_.native_handle(), events, 0};
+    int ready;
+    do {
+      ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) ec = asio::error::timed_out;
+    if (ready < 0) ec.assign(errno, boost::system::system_category());
+    return ready > 0;
   }
   template <typename Op>
   static size_t or_throw(Op op) {
@@ -181,8 +209,7 @@ HttpClient::~HttpClient() = default;
 
 namespace {
 
-void prepare_socket(tcp::socket& socket) {
-  socket.non_blocking(true);  // TimedSocket waits, with its limit
+void set_no_delay(tcp::socket& socket) {
   int one = 1;
   ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
@@ -292,8 +319,8 @@ HttpResponse HttpClient::send(const HttpRequest& request, std::optional<std::spa
       if (!conn) {
         conn = std::make_unique<Connection>(pool_->io, options_.timeout);
         tcp::resolver resolver(pool_->io);
-        asio::connect(conn->socket, resolver.resolve(endpoint_.host, endpoint_.port));
-        prepare_socket(conn->socket);
+        conn->timed.connect(resolver.resolve(endpoint_.host, endpoint_.port));
+        set_no_delay(conn->socket);
         if (endpoint_.tls) {
           conn->tls = std::make_unique<asio::ssl::stream<TimedSocket&>>(conn->timed, pool_->tls_context);
           if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), endpoint_.host.c_str())) {

@@ -30,7 +30,7 @@ struct Endpoint {
 struct HttpOptions {
   std::string ca_file;        // extra CA bundle; system CAs otherwise
   bool insecure_tls = false;  // skip certificate verification (explicit opt-in)
-  std::chrono::milliseconds timeout{60000};  // per socket read/write
+  std::chrono::milliseconds timeout{60000};  // connect, and each socket read or write
   size_t max_idle_connections = 32;
 };
 
