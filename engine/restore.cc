@@ -21,6 +21,7 @@
 #include "engine/blob_codec.h"
 #include "engine/crypto.h"
 #include "engine/pack.h"
+#include "engine/piece_hasher.h"
 #include "util/buffer_pool.h"
 #include "util/checksum.h"
 #include "util/error.h"
@@ -76,9 +77,9 @@ struct FileTask {
   // piece: creating inodes is slow on a busy filesystem, and the readers
   // do it in parallel where the planner could only do it one by one.
   std::once_flag created;
-  // A file written in one piece (most small files): the hash of that piece,
-  // taken as it was written, so verifying it needs no read back.
-  std::optional<Hash128> one_piece_hash;
+  // Verifies the file from its pieces as they are written (docs in
+  // piece_hasher.h); absent where the file is read back from disk instead.
+  std::unique_ptr<PieceHasher> hasher;
 };
 
 // Replaces whatever is at `path` with an empty file, sized to `size`
@@ -86,7 +87,8 @@ struct FileTask {
 // for writing. Most targets are empty, so the exclusive create comes first
 // and only what is there gets unlinked: a path lookup saved per file.
 UniqueFd create_file(const std::string& path, uint64_t size, bool sized_by_first_write = false) {
-  constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  // Readable too: verification may read an early piece back.
+  constexpr int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   UniqueFd fd(::open(path.c_str(), kCreate, 0600));
   if (!fd) {
     if (errno != EEXIST) throw_errno("create " + path, errno);
@@ -302,6 +304,9 @@ class RestoreRun {
       offset += ref.length;
     }
     task->remaining = data;
+    if (options_.verify && !options_.verify_only && !options_.verify_from_disk) {
+      task->hasher = std::make_unique<PieceHasher>(e.content);
+    }
     progress_.bytes_total += e.meta.size;
     ++progress_.files_total;
     ++result_.files;
@@ -464,14 +469,10 @@ class RestoreRun {
       try {
         bool whole_file = offset == 0 && data.size() == file.entry->meta.size;
         std::call_once(file.created, [&] { fd = create_file(file.path, file.entry->meta.size, whole_file); });
-        if (!fd) fd = open_or_throw(file.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (!fd) fd = open_or_throw(file.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         pwrite_all(fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
         progress_.bytes_done += data.size();
-        if (whole_file && options_.verify && !options_.verify_from_disk) {
-          Xxh3Stream hash;
-          hash.update(data);
-          file.one_piece_hash = hash.digest();
-        }
+        if (file.hasher) file.hasher->written(fd.get(), offset, data, file.path);
       } catch (const Error& e) {
         if (!file.failed.exchange(true)) fail(file.path, e.what());
       }
@@ -482,7 +483,7 @@ class RestoreRun {
   // `fd`: the file open for writing, or -1 where it was not opened (a
   // verify-only run, or a file that already failed).
   void finish_file(FileTask& file, int fd) {
-    finish_file_checks(file);
+    finish_file_checks(file, fd);
     // Metadata now, through the descriptor and on the reader's thread: by
     // path, after all files, it was a serial tail of path lookups.
     if (!file.failed && fd >= 0) apply_meta({fd, file.path}, file.entry->meta);
@@ -495,20 +496,17 @@ class RestoreRun {
     }
   }
 
-  void finish_file_checks(FileTask& file) {
+  void finish_file_checks(FileTask& file, int fd) {
     if (file.failed || !options_.verify || options_.verify_only) return;
     try {
-      if (file.one_piece_hash) {
-        // The whole file was one pwrite of these bytes (and its size set on creation).
-        if (*file.one_piece_hash != file.entry->file_hash) {
-          throw Error(ErrorKind::kIntegrity, "restored content does not match the snapshot's checksum");
-        }
-        return;
-      }
       struct stat st;
-      if (::stat(file.path.c_str(), &st) != 0) throw_errno("stat " + file.path, errno);
-      if (options_.verify_from_disk) drop_from_cache(file.path);
-      if (static_cast<uint64_t>(st.st_size) != file.entry->meta.size || hash_file(file.path) != file.entry->file_hash) {
+      if ((fd >= 0 ? ::fstat(fd, &st) : ::stat(file.path.c_str(), &st)) != 0) throw_errno("stat " + file.path, errno);
+      std::optional<Hash128> hashed = file.hasher ? file.hasher->finish() : std::nullopt;
+      if (!hashed) {
+        if (options_.verify_from_disk) drop_from_cache(file.path);
+        hashed = hash_file(file.path);
+      }
+      if (static_cast<uint64_t>(st.st_size) != file.entry->meta.size || *hashed != file.entry->file_hash) {
         throw Error(ErrorKind::kIntegrity, "restored content does not match the snapshot's checksum");
       }
     } catch (const Error& e) {
