@@ -1,5 +1,7 @@
 #include "engine/piece_hasher.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 #include "util/fd.h"
 
@@ -21,7 +23,10 @@ std::optional<Hash128> PieceHasher::finish() {
 }
 
 void PieceHasher::advance(int fd, uint64_t offset, ByteView current, bool& consumed, const std::string& path) {
-  thread_local Bytes read_back;
+  // Read back in slices: a piece may be as large as a chunk (8 MiB), and
+  // every reader thread keeps this buffer.
+  constexpr size_t kSlice = 256 << 10;
+  thread_local Bytes read_back(kSlice);
   for (; next_ < layout_.size(); hashed_to_ += layout_[next_].length, ++next_) {
     const ContentRef& part = layout_[next_];
     if (part.hole) {
@@ -30,9 +35,14 @@ void PieceHasher::advance(int fd, uint64_t offset, ByteView current, bool& consu
       hash_.update(current);
       consumed = true;
     } else if (auto early = early_.find(hashed_to_); early != early_.end()) {
-      read_back.resize(part.length);
-      size_t n = pread_full(fd, read_back, static_cast<off_t>(hashed_to_), "read back " + path);
-      hash_.update(ByteView(read_back.data(), n));
+      for (uint64_t done = 0; done < part.length;) {
+        size_t want = static_cast<size_t>(std::min<uint64_t>(kSlice, part.length - done));
+        size_t n = pread_full(fd, std::span<uint8_t>(read_back.data(), want), static_cast<off_t>(hashed_to_ + done),
+                              "read back " + path);
+        if (n == 0) break;  // shorter than it should be: the digest will not match
+        hash_.update(ByteView(read_back.data(), n));
+        done += n;
+      }
       early_.erase(early);
     } else {
       return;

@@ -86,7 +86,7 @@ struct FileTask {
 // (sparse) unless the caller's first write sets the size; returns it open
 // for writing. Most targets are empty, so the exclusive create comes first
 // and only what is there gets unlinked: a path lookup saved per file.
-UniqueFd create_file(const std::string& path, uint64_t size, bool sized_by_first_write = false) {
+UniqueFd create_file(const std::string& path, uint64_t size, bool sized_by_first_write) {
   // Readable too: verification may read an early piece back.
   constexpr int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   UniqueFd fd(::open(path.c_str(), kCreate, 0600));
@@ -304,9 +304,6 @@ class RestoreRun {
       offset += ref.length;
     }
     task->remaining = data;
-    if (options_.verify && !options_.verify_only && !options_.verify_from_disk) {
-      task->hasher = std::make_unique<PieceHasher>(e.content);
-    }
     progress_.bytes_total += e.meta.size;
     ++progress_.files_total;
     ++result_.files;
@@ -315,7 +312,7 @@ class RestoreRun {
     files_.push_back(std::move(task));
     if (data == 0) {
       UniqueFd fd;
-      if (!options_.verify_only) fd = create_file(disk_path, e.meta.size);
+      if (!options_.verify_only) fd = create(*raw, /*sized_by_first_write=*/false);
       finish_file(*raw, fd.get());
     }
   }
@@ -468,7 +465,7 @@ class RestoreRun {
     } else if (!file.failed) {
       try {
         bool whole_file = offset == 0 && data.size() == file.entry->meta.size;
-        std::call_once(file.created, [&] { fd = create_file(file.path, file.entry->meta.size, whole_file); });
+        std::call_once(file.created, [&] { fd = create(file, whole_file); });
         if (!fd) fd = open_or_throw(file.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         pwrite_all(fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
         progress_.bytes_done += data.size();
@@ -480,10 +477,19 @@ class RestoreRun {
     if (file.remaining.fetch_sub(data.size()) == data.size()) finish_file(file, fd.get());
   }
 
+  // Creates the file on disk and, unless it is verified from disk, what
+  // verifies it as its pieces are written (held only until it is finished).
+  UniqueFd create(FileTask& file, bool sized_by_first_write) {
+    UniqueFd fd = create_file(file.path, file.entry->meta.size, sized_by_first_write);
+    if (options_.verify && !options_.verify_from_disk) file.hasher = std::make_unique<PieceHasher>(file.entry->content);
+    return fd;
+  }
+
   // `fd`: the file open for writing, or -1 where it was not opened (a
   // verify-only run, or a file that already failed).
   void finish_file(FileTask& file, int fd) {
     finish_file_checks(file, fd);
+    file.hasher.reset();
     // Metadata now, through the descriptor and on the reader's thread: by
     // path, after all files, it was a serial tail of path lookups.
     if (!file.failed && fd >= 0) apply_meta({fd, file.path}, file.entry->meta);

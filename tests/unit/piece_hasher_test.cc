@@ -76,6 +76,7 @@ TEST_CASE("piece hasher gives the whole file's hash whatever the order", "[piece
       {5000},                                   // one piece
       {4096, 100, 7000, 1},                     // several
       {-3000, 2048, -10, 4000, -5000},          // holes first, between and last
+      {600000, -1000, 700000, 300000},          // pieces read back in several slices
       {-8192},                                  // nothing but a hole
       {},                                       // empty
   };
