@@ -9,24 +9,22 @@ namespace keel::engine {
 
 void PieceHasher::written(int fd, uint64_t offset, ByteView data, const std::string& path) {
   std::lock_guard lock(mu_);
-  bool consumed = false;
-  advance(fd, offset, data, consumed, path);
-  if (!consumed) early_.insert(offset);
+  if (!advance(fd, offset, data, path)) early_.insert(offset);
 }
 
 std::optional<Hash128> PieceHasher::finish() {
   std::lock_guard lock(mu_);
-  bool consumed = false;
-  advance(-1, UINT64_MAX, {}, consumed, "");  // trailing (or only) holes
+  advance(-1, UINT64_MAX, {}, "");  // trailing (or only) holes; no offset is UINT64_MAX
   if (next_ != layout_.size() || !early_.empty()) return std::nullopt;
   return hash_.digest();
 }
 
-void PieceHasher::advance(int fd, uint64_t offset, ByteView current, bool& consumed, const std::string& path) {
+bool PieceHasher::advance(int fd, uint64_t offset, ByteView current, const std::string& path) {
   // Read back in slices: a piece may be as large as a chunk (8 MiB), and
   // every reader thread keeps this buffer.
   constexpr size_t kSlice = 256 << 10;
   thread_local Bytes read_back(kSlice);
+  bool consumed = false;
   for (; next_ < layout_.size(); hashed_to_ += layout_[next_].length, ++next_) {
     const ContentRef& part = layout_[next_];
     if (part.hole) {
@@ -45,9 +43,10 @@ void PieceHasher::advance(int fd, uint64_t offset, ByteView current, bool& consu
       }
       early_.erase(early);
     } else {
-      return;
+      break;
     }
   }
+  return consumed;
 }
 
 }  // namespace keel::engine

@@ -33,9 +33,10 @@ class PieceHasher {
   std::optional<Hash128> finish();
 
  private:
-  // Hashes every piece (and hole) that is next in line and available:
-  // `current` from memory, earlier arrivals read back through `fd`.
-  void advance(int fd, uint64_t offset, ByteView current, bool& consumed, const std::string& path);
+  // Hashes every piece (and hole) that is next in line and available: the
+  // one just written at `offset` from memory, earlier arrivals read back
+  // through `fd`. Returns whether the one just written was hashed.
+  bool advance(int fd, uint64_t offset, ByteView current, const std::string& path);
 
   std::mutex mu_;
   std::span<const ContentRef> layout_;

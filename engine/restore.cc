@@ -321,17 +321,22 @@ class RestoreRun {
   // orders the reads.
   std::vector<ReadJob> make_jobs() {
     std::vector<Id> ids;
+    std::vector<BlobNeed*> asked;
     ids.reserve(needs_.size());
-    for (auto& [id, need] : needs_) ids.push_back(id);
+    asked.reserve(needs_.size());
+    for (auto& [id, need] : needs_) {
+      need.id = id;
+      ids.push_back(id);
+      asked.push_back(&need);
+    }
     std::vector<std::optional<catalog::BlobLocation>> locations = repo_.catalog().find_blobs(ids);
     std::vector<BlobNeed*> needs;
     needs.reserve(needs_.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      BlobNeed& need = needs_.at(ids[i]);
-      need.id = ids[i];
+    for (size_t i = 0; i < asked.size(); ++i) {
+      BlobNeed& need = *asked[i];
       if (!locations[i]) {
         for (const Destination& d : need.destinations) {
-          if (!d.file->failed.exchange(true)) fail(d.file->path, "chunk " + ids[i].short_hex() + " is missing from the index");
+          if (!d.file->failed.exchange(true)) fail(d.file->path, "chunk " + need.id.short_hex() + " is missing from the index");
         }
         continue;
       }
@@ -502,11 +507,12 @@ class RestoreRun {
     }
   }
 
+  // `fd`: the file, open; a file written without failing always has one.
   void finish_file_checks(FileTask& file, int fd) {
     if (file.failed || !options_.verify || options_.verify_only) return;
     try {
       struct stat st;
-      if ((fd >= 0 ? ::fstat(fd, &st) : ::stat(file.path.c_str(), &st)) != 0) throw_errno("stat " + file.path, errno);
+      if (::fstat(fd, &st) != 0) throw_errno("stat " + file.path, errno);
       std::optional<Hash128> hashed = file.hasher ? file.hasher->finish() : std::nullopt;
       if (!hashed) {
         if (options_.verify_from_disk) drop_from_cache(file.path);
