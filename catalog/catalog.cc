@@ -656,4 +656,6 @@ std::unique_ptr<Catalog> Catalog::open(const std::string& path) {
   return std::make_unique<SqliteCatalog>(path);
 }
 
+std::unique_ptr<Catalog> Catalog::open_in_memory() { return std::make_unique<SqliteCatalog>(":memory:"); }
+
 }  // namespace keel::catalog

@@ -13,10 +13,11 @@
 #include "engine/chunker.h"
 #include "engine/compress.h"
 #include "engine/lease.h"
-#include "engine/pack.h"
+#include "engine/content.h"
 #include "util/buffer_pool.h"
 #include "util/error.h"
 #include "util/host.h"
+#include "util/path.h"
 #include "util/thread_pool.h"
 
 namespace keel::engine {
@@ -72,11 +73,6 @@ struct DirFrame {
   std::shared_ptr<DirSlot> slot = std::make_shared<DirSlot>();
 };
 
-std::string join_path(const std::string& dir, const std::string& name) {
-  if (dir.empty() || dir == "/") return "/" + name;
-  return dir + "/" + name;
-}
-
 bool unchanged(const NodeMeta& now, const TreeEntry& before) {
   const NodeMeta& b = before.meta;
   return b.type == NodeType::kFile && now.size == b.size && now.mtime_ns == b.mtime_ns && now.ctime_ns == b.ctime_ns &&
@@ -100,10 +96,7 @@ class BackupRun : public SourceSink {
         read_buffers_(std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2,
                       options.memory_budget / 2 / (std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2) + 2),
         uploads_(4, 16),
-        data_packs_(repo.target(), repo.keys().data, catalog::BlobType::kData, pack_options(repo.config()), uploads_,
-                    part_budget_, [this](auto& pack, auto& blobs) { repo_.catalog().add_pack(pack, blobs); }),
-        tree_packs_(repo.target(), repo.keys().data, catalog::BlobType::kTree, pack_options(repo.config()), uploads_,
-                    part_budget_, [this](auto& pack, auto& blobs) { repo_.catalog().add_pack(pack, blobs); }),
+        packs_(repo.content(), pack_options(repo.config()), uploads_, part_budget_),
         workers_(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency()), 64) {}
 
   // Walks the source and returns the root tree once every blob is durable.
@@ -113,8 +106,7 @@ class BackupRun : public SourceSink {
     if (!root_) throw Error(ErrorKind::kFailure, "source produced no root directory");
     finalize_dirs(/*all=*/true);
     work_.wait();
-    data_packs_.flush();
-    tree_packs_.flush();
+    packs_.flush();
     return root_->tree;
   }
 
@@ -298,7 +290,7 @@ class BackupRun : public SourceSink {
     seal_chunk(repo_, ref.chunk, data, sealed);
     progress_.bytes_added += sealed.size();
     ++progress_.chunks_added;
-    data_packs_.add(ref.chunk, static_cast<uint32_t>(data.size()), sealed);
+    packs_.add(catalog::BlobType::kData, ref.chunk, static_cast<uint32_t>(data.size()), sealed);
   }
 
   // Turns closed directories into trees, oldest first (children close
@@ -347,7 +339,7 @@ class BackupRun : public SourceSink {
       Compressor compressor(3);
       seal_blob(repo_.keys().data, &compressor, id, body, sealed, scratch);
       progress_.bytes_added += sealed.size();
-      tree_packs_.add(id, static_cast<uint32_t>(body.size()), sealed);
+      packs_.add(catalog::BlobType::kTree, id, static_cast<uint32_t>(body.size()), sealed);
       repo_.cache_tree(id, body);
     }
     dir.slot->tree = id;
@@ -365,11 +357,10 @@ class BackupRun : public SourceSink {
   BufferPool read_buffers_;
   TaskGroup work_;
   // Destroyed in reverse: chunk workers are joined first (their tasks use
-  // the pack writers), then the pack writers wait for their uploads, and
-  // the upload pool is joined last.
+  // the pack writer), then the pack writer waits for its uploads, and the
+  // upload pool is joined last.
   ThreadPool uploads_;
-  PackWriter data_packs_;
-  PackWriter tree_packs_;
+  ContentWriter packs_;
   ThreadPool workers_;
 
   std::vector<std::unique_ptr<DirFrame>> stack_;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/chunk_sealer.h"
-#include "engine/pack.h"
+#include "engine/content.h"
 #include "util/error.h"
 
 namespace keel::engine {
@@ -17,13 +17,9 @@ constexpr size_t kPartsInFlight = 8;
 
 struct ChunkStore::Batch {
   Batch(Repository& repo, ThreadPool& uploads, ByteBudget& budget)
-      : packs(repo.target(), repo.keys().data, catalog::BlobType::kData,
-              PackWriterOptions{repo.config().pack_size, repo.config().part_size}, uploads, budget,
-              [&repo](const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs) {
-                repo.catalog().add_pack(pack, blobs);
-              }) {}
+      : packs(repo.content(), PackWriterOptions{repo.config().pack_size, repo.config().part_size}, uploads, budget) {}
 
-  PackWriter packs;
+  ContentWriter packs;
   std::vector<Id> ids;  // claimed by this batch
   // Guarded by ChunkStore::mu_:
   size_t adding = 0;    // chunks being sealed into `packs`
@@ -68,7 +64,7 @@ Id ChunkStore::Session::add(ByteView chunk) {
   try {
     thread_local Bytes sealed;
     seal_chunk(*s.repo_, id, chunk, sealed);
-    batch->packs.add(id, static_cast<uint32_t>(chunk.size()), sealed);
+    batch->packs.add(catalog::BlobType::kData, id, static_cast<uint32_t>(chunk.size()), sealed);
     s.stored_bytes_ += sealed.size();
   } catch (...) {
     error = std::current_exception();
@@ -140,7 +136,7 @@ std::future<Bytes> ChunkStore::read(const Id& chunk) {
   std::future<Bytes> result = promise->get_future();
   readers_.submit([this, promise, chunk] {
     try {
-      promise->set_value(repo_->read_blob(chunk));
+      promise->set_value(repo_->content().read(chunk));
     } catch (...) {
       promise->set_exception(std::current_exception());
     }

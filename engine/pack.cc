@@ -101,24 +101,6 @@ std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const
   return decode_header(body, header_start, what);
 }
 
-std::vector<PackRead> coalesce_reads(const std::vector<catalog::BlobRecord>& blobs, uint64_t gap, uint64_t max_read) {
-  std::vector<PackRead> reads;
-  for (size_t i = 0; i < blobs.size(); ++i) {
-    const catalog::BlobRecord& b = blobs[i];
-    if (!reads.empty()) {
-      PackRead& last = reads.back();
-      uint64_t end = last.offset + last.length;
-      if (b.offset >= end && b.offset - end <= gap && b.offset + b.stored_length - last.offset <= max_read) {
-        last.length = b.offset + b.stored_length - last.offset;
-        ++last.count;
-        continue;
-      }
-    }
-    reads.push_back({b.offset, b.stored_length, i, 1});
-  }
-  return reads;
-}
-
 struct PackWriter::OpenPack {
   Id id = Id::random();
   std::unique_ptr<targets::Upload> upload;

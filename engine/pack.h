@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "catalog/catalog.h"
+#include "catalog/pack_index.h"
 #include "engine/crypto.h"
 #include "targets/target.h"
 #include "util/checksum.h"
@@ -31,18 +31,6 @@ std::string pack_key(const Id& pack);  // "packs/3f/3fa2..."
 // Reads and opens the header of a pack of `pack_size` bytes.
 std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,
                                                   uint64_t pack_size);
-
-// One ranged read of a pack covering blobs[first, first + count).
-struct PackRead {
-  uint64_t offset = 0;
-  uint64_t length = 0;
-  size_t first = 0;
-  size_t count = 0;
-};
-// Joins blobs of one pack (sorted by offset) into ranged reads: neighbours
-// at most `gap` bytes apart share a read of at most `max_read` bytes (a
-// larger blob is read alone).
-std::vector<PackRead> coalesce_reads(const std::vector<catalog::BlobRecord>& blobs, uint64_t gap, uint64_t max_read);
 
 struct PackWriterOptions {
   uint64_t pack_size = 64ull << 20;  // finish a pack once it holds this much

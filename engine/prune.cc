@@ -4,10 +4,12 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "engine/condemnation.h"
 #include "engine/live_blobs.h"
+#include "engine/content.h"
 #include "engine/pack.h"
 #include "util/checksum.h"
 #include "util/error.h"
@@ -24,12 +26,13 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kExternalRootsKey = "external-roots";
 constexpr uint64_t kScanCacheBytes = 8ull << 20;
 // Repack reads live blobs in ranges of at most kRepackRead that skip dead
-// gaps larger than kRepackGap, and writes the new packs in parts of
-// kRepackPart (or the target's minimum), kRepackPartsInFlight at a time:
-// a few MiB in all, whatever the pack size. Repack waits on the target, not
-// on memory.
+// gaps larger than kRepackGap, kRepackReaders at a time, and writes the new
+// packs in parts of kRepackPart (or the target's minimum),
+// kRepackPartsInFlight at a time: a few MiB in all, whatever the pack size.
+// Repack waits on the target, not on memory.
 constexpr uint64_t kRepackGap = 256ull << 10;
 constexpr uint64_t kRepackRead = 4ull << 20;
+constexpr size_t kRepackReaders = 2;
 constexpr uint64_t kRepackPart = 2ull << 20;
 constexpr size_t kRepackPartsInFlight = 4;
 // Unfinished uploads are removed only when older than the grace period and
@@ -185,45 +188,42 @@ class PruneRun {
     uint64_t part_size = std::max(kRepackPart, repo_.target().min_part_size());
     ThreadPool uploads(2, kRepackPartsInFlight);
     ByteBudget budget(kRepackPartsInFlight * part_size);
-    std::atomic<uint64_t> packs_written{0}, bytes_written{0};
-    auto on_commit = [&](const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs) {
-      repo_.catalog().add_pack(pack, blobs);
-      ++packs_written;
-      bytes_written += pack.size;
+    ContentWriter writer(repo_.content(), PackWriterOptions{repo_.config().pack_size, part_size}, uploads, budget);
+    // Copies each live blob still sealed, as read and checked.
+    struct Copier : BlobSink {
+      std::span<const catalog::BlobLocation> blobs;
+      ContentWriter& writer;
+      PruneResult& result;
+      std::mutex mu;
+      Copier(std::span<const catalog::BlobLocation> b, ContentWriter& w, PruneResult& r) : blobs(b), writer(w), result(r) {}
+      void deliver(size_t i, ByteView sealed) override {
+        const catalog::BlobRecord& blob = blobs[i].blob;
+        writer.add(blob.type, blob.id, blob.raw_length, sealed);
+        std::lock_guard lock(mu);
+        result.bytes_repacked += blob.stored_length;
+      }
+      void fail(size_t, const Error& error) override {
+        std::lock_guard lock(mu);
+        result.warnings.push_back(std::string(error.what()) + ": not repacked, the pack stays (run keel check)");
+      }
     };
-    PackWriterOptions writer_options{repo_.config().pack_size, part_size};
-    PackWriter data(repo_.target(), repo_.keys().data, catalog::BlobType::kData, writer_options, uploads, budget, on_commit);
-    PackWriter trees(repo_.target(), repo_.keys().data, catalog::BlobType::kTree, writer_options, uploads, budget, on_commit);
-    Bytes buffer;
+    ReadOptions read_options{.form = BlobForm::kSealed,
+                             .readers = kRepackReaders,
+                             .memory_budget = kRepackReaders * kRepackRead,
+                             .cancel = options_.cancel};
     for (size_t i : repacked_) {
       check_cancel();
       const catalog::PackRecord& pack = packs_[i];
-      std::vector<catalog::BlobRecord> blobs = repo_.catalog().blobs_in_pack(pack.id);
-      std::erase_if(blobs, [&](const catalog::BlobRecord& b) { return !live_->live(b.id); });
-      std::string key = pack_key(pack.id);
-      for (const PackRead& read : coalesce_reads(blobs, kRepackGap, kRepackRead)) {
-        buffer.resize(read.length);
-        if (repo_.target().get_range(key, read.offset, buffer) != buffer.size()) {
-          throw Error(ErrorKind::kIntegrity, "pack " + pack.id.hex() + " on " + repo_.target().describe() +
-                                                 " is shorter than the index says; run keel check");
-        }
-        for (size_t b = read.first; b < read.first + read.count; ++b) {
-          const catalog::BlobRecord& blob = blobs[b];
-          ByteView sealed(buffer.data() + (blob.offset - read.offset), blob.stored_length);
-          if (xxh3_64(sealed) != blob.xxh3) {
-            result_.warnings.push_back("blob " + blob.id.short_hex() + " in pack " + pack.id.hex() +
-                                       " fails its checksum: not repacked, the pack stays (run keel check)");
-            continue;
-          }
-          (blob.type == catalog::BlobType::kTree ? trees : data).add(blob.id, blob.raw_length, sealed);
-          result_.bytes_repacked += blob.stored_length;
-        }
+      std::vector<catalog::BlobLocation> blobs;
+      for (catalog::BlobRecord& b : repo_.catalog().blobs_in_pack(pack.id)) {
+        if (live_->live(b.id)) blobs.push_back({pack.id, std::move(b)});
       }
+      Copier copier(blobs, writer, result_);
+      repo_.content().read(blobs, plan_reads(blobs, kRepackGap, kRepackRead), read_options, copier);
     }
-    data.flush();
-    trees.flush();
-    result_.packs_written = packs_written;
-    result_.bytes_written = bytes_written;
+    writer.flush();
+    result_.packs_written = writer.packs_committed();
+    result_.bytes_written = writer.pack_bytes_committed();
   }
 
   // Phase 2: every condemned pack is deleted, kept waiting or resurrected.

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "engine/blob_codec.h"
 #include "engine/condemnation.h"
 #include "engine/pack.h"
 #include "engine/sealed_object.h"
@@ -128,7 +127,8 @@ Repository::Repository(std::unique_ptr<targets::Target> target, RepoConfig confi
 
 void Repository::open_catalog(const std::string& path) {
   catalog_path_ = path.empty() ? default_catalog_path(config_.repository_id) : path;
-  catalog_ = catalog::Catalog::open(catalog_path_);
+  catalog_ = catalog_path_ == kInMemoryCatalog ? catalog::Catalog::open_in_memory() : catalog::Catalog::open(catalog_path_);
+  content_ = std::make_unique<Content>(*target_, keys_.data, *catalog_);
   std::string repo_id = config_.repository_id.hex();
   std::optional<std::string> known = catalog_->get_meta("repository_id");
   if (known && *known != repo_id) {
@@ -191,22 +191,6 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
   repo->open_catalog(options.catalog_path);
   if (repo->catalog().list_snapshots().empty() && repo->catalog().blob_count() == 0) repo->sync_catalog();
   return repo;
-}
-
-Bytes Repository::read_blob(const Id& id) {
-  std::optional<catalog::BlobLocation> loc = catalog_->find_blob(id);
-  if (!loc) throw Error(ErrorKind::kNotFound, "blob " + id.short_hex() + " is not in the index of " + target_->describe());
-  std::string what = "blob " + id.short_hex() + " in pack " + loc->pack.short_hex() + " on " + target_->describe();
-  Bytes sealed(loc->blob.stored_length);
-  if (target_->get_range(pack_key(loc->pack), loc->blob.offset, sealed) != sealed.size()) {
-    throw Error(ErrorKind::kIntegrity, what + ": pack is shorter than the index says");
-  }
-  if (xxh3_64(sealed) != loc->blob.xxh3) {
-    throw Error(ErrorKind::kIntegrity, what + ": checksum mismatch at offset " + std::to_string(loc->blob.offset));
-  }
-  Bytes raw, scratch;
-  open_blob(keys_.data, id, sealed, loc->blob.raw_length, raw, scratch, what);
-  return raw;
 }
 
 Tree Repository::load_tree(const Id& id) {

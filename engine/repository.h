@@ -15,6 +15,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/chunker.h"
+#include "engine/content.h"
 #include "engine/keys.h"
 #include "engine/tree.h"
 #include "targets/target.h"
@@ -30,9 +31,12 @@ struct RepoConfig {
   uint64_t part_size = 8ull << 20;
 };
 
+inline constexpr std::string_view kInMemoryCatalog = ":memory:";
+
 struct OpenOptions {
   std::string password;
-  // Where the catalog lives; empty: $XDG_DATA_HOME/keel/<repository id>/catalog.db.
+  // Where the catalog lives; empty: $XDG_DATA_HOME/keel/<repository id>/catalog.db;
+  // kInMemoryCatalog: in memory, gone when the repository closes (tests).
   std::string catalog_path;
 };
 
@@ -54,8 +58,10 @@ class Repository {
   const Id& key_slot() const { return slot_; }  // the slot that opened it
   const std::string& catalog_path() const { return catalog_path_; }
 
-  // Blobs, located through the catalog.
-  Bytes read_blob(const Id& id);
+  // Blobs in packs: verified reads and indexed writes (content.h).
+  Content& content() { return *content_; }
+  // One blob, located through the catalog (Content::read).
+  Bytes read_blob(const Id& id) { return content_->read(id); }
   Tree load_tree(const Id& id);  // catalog first, else from its pack (cached back)
   // Stores a tree's body in the catalog (the caller stores the blob).
   void cache_tree(const Id& id, ByteView body) { catalog_->put_tree(id, body); }
@@ -89,6 +95,7 @@ class Repository {
   Id slot_;
   std::string catalog_path_;
   std::unique_ptr<catalog::Catalog> catalog_;
+  std::unique_ptr<Content> content_;
 };
 
 std::string snapshot_key(const Id& snapshot);

@@ -14,41 +14,27 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 
-#include "engine/adaptive_limit.h"
-#include "engine/blob_codec.h"
 #include "engine/crypto.h"
-#include "engine/pack.h"
+#include "engine/content.h"
 #include "engine/piece_hasher.h"
-#include "util/buffer_pool.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/path.h"
 #include "util/thread_pool.h"
 
 namespace keel::engine {
 namespace {
 
-std::vector<std::string> split_path(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    if (j > i) {
-      std::string part = path.substr(i, j - i);
-      if (part == "..") throw Error(ErrorKind::kUsage, "path " + path + " may not contain '..'");
-      if (part != ".") parts.push_back(std::move(part));
-    }
-    i = j + 1;
+// The components of a path in a snapshot, which may not climb out of it.
+std::vector<std::string> snapshot_path_parts(const std::string& path) {
+  std::vector<std::string> parts = split_path(path);
+  for (const std::string& part : parts) {
+    if (part == "..") throw Error(ErrorKind::kUsage, "path " + path + " may not contain '..'");
   }
   return parts;
-}
-
-std::string join(const std::string& dir, const std::string& name) {
-  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
 // Is `path` equal to, below, or (for directories) above one of `includes`?
@@ -57,13 +43,8 @@ Inclusion included(const std::string& path, const std::vector<std::string>& incl
   if (includes.empty()) return Inclusion::kYes;
   Inclusion best = Inclusion::kNo;
   for (const std::string& inc : includes) {
-    if (path == inc || (path.size() > inc.size() && path.compare(0, inc.size(), inc) == 0 &&
-                        (inc == "/" || path[inc.size()] == '/'))) {
-      return Inclusion::kYes;
-    }
-    if (inc.size() > path.size() && inc.compare(0, path.size(), path) == 0 && (path == "/" || inc[path.size()] == '/')) {
-      best = Inclusion::kAncestor;
-    }
+    if (path_within(path, inc)) return Inclusion::kYes;
+    if (path_within(inc, path)) best = Inclusion::kAncestor;
   }
   return best;
 }
@@ -119,13 +100,6 @@ struct BlobNeed {
   std::vector<Destination> destinations;
 };
 
-struct ReadJob {
-  Id pack;
-  uint64_t offset = 0;
-  uint64_t length = 0;
-  std::vector<BlobNeed*> blobs;
-};
-
 class RestoreRun {
  public:
   RestoreRun(Repository& repo, const RestoreOptions& options, RestoreProgress& progress)
@@ -172,7 +146,7 @@ class RestoreRun {
     } else {
       holder_.entries.push_back(std::move(start));
       const std::string& name = holder_.entries.back().meta.name;
-      plan_entry(holder_.entries.back(), "/" + name, join(dest, name));
+      plan_entry(holder_.entries.back(), "/" + name, join_path(dest, name));
     }
   }
 
@@ -180,10 +154,10 @@ class RestoreRun {
     for (const TreeEntry& e : tree.entries) {
       if (e.meta.name.empty() || e.meta.name.find('/') != std::string::npos || e.meta.name == "." ||
           e.meta.name == "..") {
-        fail(join(disk_dir, e.meta.name), "unsafe name in snapshot tree; skipped");
+        fail(join_path(disk_dir, e.meta.name), "unsafe name in snapshot tree; skipped");
         continue;
       }
-      plan_entry(e, join(snap_dir, e.meta.name), join(disk_dir, e.meta.name));
+      plan_entry(e, join_path(snap_dir, e.meta.name), join_path(disk_dir, e.meta.name));
     }
   }
 
@@ -317,9 +291,8 @@ class RestoreRun {
     }
   }
 
-  // Groups needed blobs by pack, coalesces neighbours into ranged reads and
-  // orders the reads.
-  std::vector<ReadJob> make_jobs() {
+  // Locates the needed blobs; those the index lacks fail their files.
+  std::vector<BlobNeed*> locate() {
     std::vector<Id> ids;
     std::vector<BlobNeed*> asked;
     ids.reserve(needs_.size());
@@ -330,8 +303,8 @@ class RestoreRun {
       asked.push_back(&need);
     }
     std::vector<std::optional<catalog::BlobLocation>> locations = repo_.catalog().find_blobs(ids);
-    std::vector<BlobNeed*> needs;
-    needs.reserve(needs_.size());
+    std::vector<BlobNeed*> found;
+    found.reserve(asked.size());
     for (size_t i = 0; i < asked.size(); ++i) {
       BlobNeed& need = *asked[i];
       if (!locations[i]) {
@@ -340,120 +313,67 @@ class RestoreRun {
         }
         continue;
       }
-      need.loc = *locations[i];
-      needs.push_back(&need);
+      need.loc = std::move(*locations[i]);
+      found.push_back(&need);
     }
-    std::sort(needs.begin(), needs.end(), [](const BlobNeed* a, const BlobNeed* b) {
-      return std::tie(a->loc.pack, a->loc.blob.offset) < std::tie(b->loc.pack, b->loc.blob.offset);
-    });
-    std::vector<ReadJob> jobs;
-    for (BlobNeed* need : needs) {
-      const catalog::BlobRecord& b = need->loc.blob;
-      if (!jobs.empty()) {
-        ReadJob& last = jobs.back();
-        uint64_t last_end = last.offset + last.length;
-        if (last.pack == need->loc.pack && b.offset >= last_end && b.offset - last_end <= options_.coalesce_gap &&
-            b.offset + b.stored_length - last.offset <= options_.max_read) {
-          last.length = b.offset + b.stored_length - last.offset;
-          last.blobs.push_back(need);
-          continue;
-        }
-      }
-      jobs.push_back({need->loc.pack, b.offset, b.stored_length, {need}});
-    }
-    // First what lets files finish early: small files and the first bytes
-    // of large ones (lowest offset in a file, then smallest file), so a user
-    // watching sees files appear at once and a drill's first file is fast.
-    auto urgency = [](const ReadJob& job) {
+    return found;
+  }
+
+  // First what lets files finish early: small files and the first bytes of
+  // large ones (lowest offset in a file, then smallest file), so a user
+  // watching sees files appear at once and a drill's first file is fast.
+  static void order_by_urgency(std::vector<PackRange>& ranges, const std::vector<BlobNeed*>& needs) {
+    auto urgency = [&](const PackRange& range) {
       std::pair<uint64_t, uint64_t> best{UINT64_MAX, UINT64_MAX};
-      for (const BlobNeed* need : job.blobs) {
-        for (const Destination& d : need->destinations) best = std::min(best, {d.offset, d.file->entry->meta.size});
+      for (size_t i : range.blobs) {
+        for (const Destination& d : needs[i]->destinations) best = std::min(best, {d.offset, d.file->entry->meta.size});
       }
       return best;
     };
     std::vector<std::pair<std::pair<uint64_t, uint64_t>, size_t>> order;
-    for (size_t i = 0; i < jobs.size(); ++i) order.emplace_back(urgency(jobs[i]), i);
+    order.reserve(ranges.size());
+    for (size_t i = 0; i < ranges.size(); ++i) order.emplace_back(urgency(ranges[i]), i);
     std::stable_sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    std::vector<ReadJob> sorted;
-    sorted.reserve(jobs.size());
-    for (auto& [key, i] : order) sorted.push_back(std::move(jobs[i]));
-    return sorted;
+    std::vector<PackRange> sorted;
+    sorted.reserve(ranges.size());
+    for (auto& [key, i] : order) sorted.push_back(std::move(ranges[i]));
+    ranges = std::move(sorted);
   }
+
+  // Hands each blob the content layer reads to the files it fills.
+  class Filler : public BlobSink {
+   public:
+    Filler(RestoreRun& run, const std::vector<BlobNeed*>& needs) : run_(run), needs_(needs) {}
+    void deliver(size_t index, ByteView raw) override { run_.fill(*needs_[index], raw); }
+    void fail(size_t index, const Error& error) override { run_.fail_blob(*needs_[index], error.what()); }
+
+   private:
+    RestoreRun& run_;
+    const std::vector<BlobNeed*>& needs_;
+  };
 
   void fetch_all() {
-    std::vector<ReadJob> jobs = make_jobs();
-    // Fixed with --readers; otherwise adaptive, up to the target's taste.
-    size_t max_readers = options_.readers ? options_.readers : repo_.target().read_concurrency();
-    if (max_readers == 0) max_readers = std::max<size_t>(8, 4 * std::thread::hardware_concurrency());
-    max_readers = std::min(max_readers, std::max<size_t>(1, jobs.size()));
-    size_t initial = options_.readers ? max_readers : std::min<size_t>(4, max_readers);
-    AdaptiveLimit limit(initial, max_readers, [this] { return repo_.target().throttle_events(); });
-    // Reads in flight hold at most memory_budget bytes of buffers.
-    uint64_t biggest = options_.max_read;  // a single blob may exceed max_read
-    for (const ReadJob& job : jobs) biggest = std::max(biggest, job.length);
-    BufferPool buffers(biggest, options_.memory_budget / biggest);
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> threads;
-    std::exception_ptr cancelled;
-    std::mutex cancel_mu;
-    for (size_t t = 0; t < max_readers; ++t) {
-      threads.emplace_back([&] {
-        Bytes raw, scratch;
-        for (;;) {
-          limit.acquire();
-          size_t i = next++;
-          if (i >= jobs.size()) {
-            limit.release(0);
-            return;
-          }
-          if (options_.cancel && options_.cancel->load()) {
-            limit.release(0);
-            std::lock_guard lock(cancel_mu);
-            cancelled = std::make_exception_ptr(Error(ErrorKind::kInterrupted, "restore interrupted"));
-            return;
-          }
-          {
-            std::shared_ptr<uint8_t[]> buf = buffers.get();  // waits while the budget is spent
-            run_job(jobs[i], std::span<uint8_t>(buf.get(), jobs[i].length), raw, scratch);
-          }
-          limit.release(jobs[i].length);
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    result_.peak_readers = limit.peak_limit();
-    if (cancelled) std::rethrow_exception(cancelled);
+    std::vector<BlobNeed*> needs = locate();
+    std::vector<catalog::BlobLocation> locations;
+    locations.reserve(needs.size());
+    for (const BlobNeed* need : needs) locations.push_back(need->loc);
+    std::vector<PackRange> ranges = plan_reads(locations, options_.coalesce_gap, options_.max_read);
+    order_by_urgency(ranges, needs);
+    Filler filler(*this, needs);
+    ReadOptions read{.form = BlobForm::kOpened,
+                     .readers = options_.readers,
+                     .memory_budget = options_.memory_budget,
+                     .cancel = options_.cancel};
+    result_.peak_readers = repo_.content().read(locations, ranges, read, filler).peak_readers;
   }
 
-  void run_job(const ReadJob& job, std::span<uint8_t> buf, Bytes& raw, Bytes& scratch) {
-    std::string where = "pack " + job.pack.short_hex() + " on " + repo_.target().describe();
-    try {
-      size_t n = repo_.target().get_range(pack_key(job.pack), job.offset, buf);
-      if (n != job.length) throw Error(ErrorKind::kIntegrity, where + ": shorter than the index says");
-    } catch (const Error& e) {
-      for (BlobNeed* need : job.blobs) fail_blob(*need, e.what());
+  void fill(const BlobNeed& need, ByteView raw) {
+    if (options_.verify_only && keyed_id(repo_.keys().id, raw) != need.id) {
+      fail_blob(need, "blob " + need.id.short_hex() + " in pack " + need.loc.pack.hex() + " on " +
+                          repo_.target().describe() + ": content does not hash to its id");
       return;
     }
-    for (BlobNeed* need : job.blobs) {
-      const catalog::BlobRecord& b = need->loc.blob;
-      ByteView sealed(buf.data() + (b.offset - job.offset), b.stored_length);
-      try {
-        if (xxh3_64(sealed) != b.xxh3) {
-          throw Error(ErrorKind::kIntegrity, where + ": checksum mismatch in blob " + need->id.short_hex() +
-                                                 " at offset " + std::to_string(b.offset));
-        }
-        open_blob(repo_.keys().data, need->id, sealed, b.raw_length, raw, scratch,
-                  "blob " + need->id.short_hex() + " in " + where);
-        if (options_.verify_only && keyed_id(repo_.keys().id, raw) != need->id) {
-          throw Error(ErrorKind::kIntegrity, "blob " + need->id.short_hex() + " in " + where +
-                                                 ": content does not hash to its id");
-        }
-      } catch (const Error& e) {
-        fail_blob(*need, e.what());
-        continue;
-      }
-      for (const Destination& d : need->destinations) write_piece(*d.file, d.offset, raw);
-    }
+    for (const Destination& d : need.destinations) write_piece(*d.file, d.offset, raw);
   }
 
   void fail_blob(const BlobNeed& need, const std::string& reason) {
@@ -577,7 +497,7 @@ TreeEntry find_entry(Repository& repo, const catalog::SnapshotRecord& snapshot, 
   current.meta.type = NodeType::kDir;
   current.meta.mode = 0755;
   current.subtree = snapshot.root;
-  for (const std::string& part : split_path(path)) {
+  for (const std::string& part : snapshot_path_parts(path)) {
     if (current.meta.type != NodeType::kDir) {
       throw Error(ErrorKind::kNotFound, path + ": not a directory in snapshot " + snapshot.id.short_hex());
     }
@@ -593,7 +513,7 @@ void walk_snapshot(Repository& repo, const catalog::SnapshotRecord& snapshot, co
                    const std::function<void(const std::string&, const TreeEntry&)>& fn) {
   TreeEntry top = find_entry(repo, snapshot, start);
   std::string base = "/";
-  for (const std::string& part : split_path(start)) base = join(base, part);
+  for (const std::string& part : snapshot_path_parts(start)) base = join_path(base, part);
   if (top.meta.type != NodeType::kDir) {
     fn(base, top);
     return;
@@ -605,9 +525,9 @@ void walk_snapshot(Repository& repo, const catalog::SnapshotRecord& snapshot, co
     Tree tree = repo.load_tree(id);
     // Push subdirectories in reverse so they are visited in name order.
     for (auto it = tree.entries.rbegin(); it != tree.entries.rend(); ++it) {
-      if (it->meta.type == NodeType::kDir) stack.emplace_back(join(dir, it->meta.name), it->subtree);
+      if (it->meta.type == NodeType::kDir) stack.emplace_back(join_path(dir, it->meta.name), it->subtree);
     }
-    for (const TreeEntry& e : tree.entries) fn(join(dir, e.meta.name), e);
+    for (const TreeEntry& e : tree.entries) fn(join_path(dir, e.meta.name), e);
   }
 }
 
@@ -619,16 +539,27 @@ uint64_t stream_file(Repository& repo, const catalog::SnapshotRecord& snapshot, 
                                        snapshot.id.short_hex());
   }
   const std::vector<ContentRef>& refs = entry.content;
+  prefetch = std::max<size_t>(1, prefetch);
   std::deque<std::future<Bytes>> inflight;
+  // Declared after `inflight`, so joined before the futures go.
+  ThreadPool readers(prefetch, prefetch);
   size_t next = 0;
   auto launch = [&] {
-    while (inflight.size() < std::max<size_t>(1, prefetch) && next < refs.size()) {
+    while (inflight.size() < prefetch && next < refs.size()) {
       const ContentRef& ref = refs[next++];
+      auto promise = std::make_shared<std::promise<Bytes>>();
+      inflight.push_back(promise->get_future());
       if (ref.hole) {
-        inflight.push_back(std::async(std::launch::deferred, [] { return Bytes(); }));
-      } else {
-        inflight.push_back(std::async(std::launch::async, [&repo, id = ref.chunk] { return repo.read_blob(id); }));
+        promise->set_value(Bytes());
+        continue;
       }
+      readers.submit([&repo, promise, id = ref.chunk] {
+        try {
+          promise->set_value(repo.content().read(id));
+        } catch (...) {
+          promise->set_exception(std::current_exception());
+        }
+      });
     }
   };
   Xxh3Stream hash;

@@ -18,6 +18,7 @@
 #include "agents/owner_names.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/path.h"
 
 namespace keel::agents::fs {
 namespace {
@@ -27,30 +28,6 @@ using engine::NodeType;
 using PathComponents = std::vector<std::string>;
 // Shared because `open` callbacks handed to the sink keep the directory open.
 using DirHandle = std::shared_ptr<const UniqueFd>;
-
-std::string join_path(const std::string& dir, const std::string& name) {
-  return dir == "/" ? "/" + name : dir + "/" + name;
-}
-
-std::string join_components(std::span<const std::string> components) {
-  std::string path;
-  for (const std::string& c : components) path += "/" + c;
-  return path.empty() ? "/" : path;
-}
-
-// Splits at '/', dropping empty and "." components.
-PathComponents split_path(const std::string& path) {
-  PathComponents parts;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
-    std::string part = path.substr(start, slash - start);
-    if (!part.empty() && part != ".") parts.push_back(std::move(part));
-    start = slash + 1;
-  }
-  return parts;
-}
 
 // ---- Given paths ----
 

@@ -163,6 +163,23 @@ TEST_CASE("catalog open creates its directory and migrates; reopen is idempotent
   CHECK(cat->get_meta("repository") == "r1");
 }
 
+TEST_CASE("an in-memory catalog is migrated, usable and private to its object", "[catalog]") {
+  auto a = Catalog::open_in_memory();
+  auto b = Catalog::open_in_memory();
+  CHECK(a->schema_version() == kLatestSchema);
+  PackRecord pack = make_pack();
+  a->add_pack(pack, std::vector<BlobRecord>{make_blob(0)});
+  a->transaction([&] { a->set_meta("k", "v"); });
+  CHECK(a->has_pack(pack.id));
+  CHECK(a->blob_count() == 1);
+  CHECK(a->get_meta("k") == "v");
+  CHECK_FALSE(b->has_pack(pack.id));
+  CHECK(b->blob_count() == 0);
+  TempDir dir;
+  a->export_to(dir.file("copy.db"));
+  CHECK(Catalog::open(dir.file("copy.db"))->has_pack(pack.id));
+}
+
 TEST_CASE("catalog migrates a version 1 database to the latest and keeps its data", "[catalog]") {
   TempDir dir;
   std::string path = dir.file("catalog.db");

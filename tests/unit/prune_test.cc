@@ -15,7 +15,6 @@
 #include "engine/forget.h"
 #include "engine/lease.h"
 #include "engine/live_blobs.h"
-#include "engine/pack.h"
 #include "engine/prune.h"
 #include "engine/restore.h"
 #include "targets/local/local_target.h"
@@ -506,22 +505,6 @@ TEST_CASE("LiveBlobs marks exactly what snapshots reference, in under 64 bytes a
   CHECK(live.live_blobs() == live.blobs());
   CHECK(live.unindexed_references() == 0);
   CHECK(static_cast<double>(live.memory_bytes()) / static_cast<double>(live.blobs()) < 64.0);
-}
-
-TEST_CASE("coalesce_reads joins neighbours and skips large gaps", "[prune]") {
-  auto blob = [](uint64_t offset, uint32_t length) {
-    catalog::BlobRecord b;
-    b.offset = offset;
-    b.stored_length = length;
-    return b;
-  };
-  std::vector<catalog::BlobRecord> blobs = {blob(0, 100), blob(100, 50), blob(200, 10), blob(10'000, 20),
-                                            blob(10'020, 5000)};
-  std::vector<PackRead> reads = coalesce_reads(blobs, 100, 4096);
-  REQUIRE(reads.size() == 3);
-  CHECK((reads[0].offset == 0 && reads[0].length == 210 && reads[0].first == 0 && reads[0].count == 3));
-  CHECK((reads[1].offset == 10'000 && reads[1].length == 20 && reads[1].count == 1));
-  CHECK((reads[2].offset == 10'020 && reads[2].length == 5000 && reads[2].first == 4));
 }
 
 TEST_CASE("a repository with external roots is pruned only with them", "[prune]") {

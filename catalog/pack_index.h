@@ -1,0 +1,75 @@
+// The catalog's index of what is on the target: packs and the blobs they
+// hold. The records are also the pack format's header entries (engine/pack.h),
+// which is why they live here, below the engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "util/bytes.h"
+#include "util/id.h"
+
+namespace keel::catalog {
+
+enum class BlobType : uint8_t { kData = 0, kTree = 1 };
+
+struct PackRecord {
+  Id id;
+  uint64_t size = 0;        // bytes of the whole pack object
+  Bytes xxh3_128;           // 16 bytes: XXH3-128 of the whole pack object
+  int64_t created_unix = 0; // seconds
+  // When a prune condemned the pack (it will be deleted once its grace
+  // period has passed); empty while it is in use. See docs/maintenance.md.
+  std::optional<int64_t> condemned_unix;
+};
+
+// A blob's place in its pack. `xxh3` covers the stored (sealed) bytes, so a
+// scrub can find bit rot without keys.
+struct BlobRecord {
+  Id id;
+  BlobType type = BlobType::kData;
+  uint64_t offset = 0;
+  uint32_t stored_length = 0;
+  uint32_t raw_length = 0;
+  uint64_t xxh3 = 0;
+};
+
+struct BlobLocation {
+  Id pack;
+  BlobRecord blob;
+};
+
+class PackIndex {
+ public:
+  virtual ~PackIndex() = default;
+
+  // A pack and all its blobs, in one transaction. A blob already indexed in
+  // another pack keeps its first location, unless that pack is condemned and
+  // this one is not: then the blob moves here (a repacked copy, or a backup
+  // that stored it again, takes over from a pack on its way out).
+  virtual void add_pack(const PackRecord& pack, std::span<const BlobRecord> blobs) = 0;
+  virtual bool has_pack(const Id& pack) = 0;
+  virtual std::vector<PackRecord> list_packs() = 0;
+  // Condemns a pack (since the given time) or, with nullopt, returns it to use.
+  virtual void set_condemned(const Id& pack, std::optional<int64_t> since_unix) = 0;
+  virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;
+  // find_blob for many, in one read transaction: a consistent view, and no
+  // file-lock round trip per blob (restore planning looks up every chunk).
+  virtual std::vector<std::optional<BlobLocation>> find_blobs(std::span<const Id> blobs) = 0;
+  virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
+  // Every blob a backup may dedupe against (those in condemned packs are
+  // left out): loads the engine's dedupe index. Other threads' calls wait
+  // until it returns; `fn` itself may call this catalog.
+  virtual void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn) = 0;
+  // Every indexed blob with its location, in id order (prune's scan). Other
+  // threads' calls wait until it returns; `fn` itself may call this catalog.
+  virtual void for_each_blob_location(const std::function<void(const BlobLocation&)>& fn) = 0;
+  virtual uint64_t blob_count() = 0;
+  // Removes the pack, the blobs it indexes and the cached bodies of its trees.
+  virtual void remove_pack(const Id& pack) = 0;
+};
+
+}  // namespace keel::catalog

@@ -1,0 +1,238 @@
+#include "engine/content.h"
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+#include <tuple>
+
+#include "engine/adaptive_limit.h"
+#include "engine/blob_codec.h"
+#include "util/buffer_pool.h"
+#include "util/checksum.h"
+
+namespace keel::engine {
+namespace {
+
+// Whole-pack scrubs read blob-aligned ranges of about this size.
+constexpr uint64_t kScrubRead = 16ull << 20;
+
+std::string pack_where(targets::Target& target, const Id& pack) {
+  return "pack " + pack.hex() + " on " + target.describe();
+}
+
+// Fetches [offset, offset + buf.size()) of a pack; throws if it is shorter.
+void fetch(targets::Target& target, const Id& pack, uint64_t offset, std::span<uint8_t> buf) {
+  if (target.get_range(pack_key(pack), offset, buf) != buf.size()) {
+    throw Error(ErrorKind::kIntegrity, pack_where(target, pack) + ": shorter than the index says (" +
+                                           std::to_string(buf.size()) + " bytes at offset " + std::to_string(offset) +
+                                           ")");
+  }
+}
+
+// The blob's stored bytes within a fetched range, checked against the index.
+ByteView checked(targets::Target& target, const Id& pack, const catalog::BlobRecord& blob, ByteView range,
+                 uint64_t range_offset) {
+  ByteView sealed = range.subspan(blob.offset - range_offset, blob.stored_length);
+  if (xxh3_64(sealed) != blob.xxh3) {
+    throw Error(ErrorKind::kIntegrity, pack_where(target, pack) + ": checksum mismatch in blob " +
+                                           blob.id.short_hex() + " at offset " + std::to_string(blob.offset));
+  }
+  return sealed;
+}
+
+void open_checked(const Key256& key, targets::Target& target, const Id& pack, const catalog::BlobRecord& blob,
+                  ByteView sealed, Bytes& raw, Bytes& scratch) {
+  open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch,
+            "blob " + blob.id.short_hex() + " in " + pack_where(target, pack) + " at offset " +
+                std::to_string(blob.offset));
+}
+
+}  // namespace
+
+std::vector<PackRange> plan_reads(std::span<const catalog::BlobLocation> blobs, uint64_t gap, uint64_t max_read) {
+  std::vector<size_t> order(blobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(blobs[a].pack, blobs[a].blob.offset) < std::tie(blobs[b].pack, blobs[b].blob.offset);
+  });
+  std::vector<PackRange> ranges;
+  for (size_t i : order) {
+    const catalog::BlobRecord& b = blobs[i].blob;
+    if (!ranges.empty()) {
+      PackRange& last = ranges.back();
+      uint64_t end = last.offset + last.length;
+      if (last.pack == blobs[i].pack && b.offset >= end && b.offset - end <= gap &&
+          b.offset + b.stored_length - last.offset <= max_read) {
+        last.length = b.offset + b.stored_length - last.offset;
+        last.blobs.push_back(i);
+        continue;
+      }
+    }
+    ranges.push_back({blobs[i].pack, b.offset, b.stored_length, {i}});
+  }
+  return ranges;
+}
+
+Content::Content(targets::Target& target, const Key256& data_key, catalog::PackIndex& index)
+    : target_(target), key_(data_key), index_(index) {}
+
+Bytes Content::read(const Id& blob) {
+  std::optional<catalog::BlobLocation> loc = index_.find_blob(blob);
+  if (!loc) throw Error(ErrorKind::kNotFound, "blob " + blob.short_hex() + " is not in the index of " + target_.describe());
+  Bytes sealed(loc->blob.stored_length);
+  fetch(target_, loc->pack, loc->blob.offset, sealed);
+  Bytes raw, scratch;
+  open_checked(key_, target_, loc->pack, loc->blob, checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw,
+               scratch);
+  return raw;
+}
+
+ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<const PackRange> ranges,
+                        const ReadOptions& options, BlobSink& sink) {
+  ReadStats stats;
+  if (ranges.empty()) return stats;
+  // Fixed with options.readers; otherwise adaptive, up to the target's taste.
+  size_t max_readers = options.readers ? options.readers : target_.read_concurrency();
+  if (max_readers == 0) max_readers = std::max<size_t>(8, 4 * std::thread::hardware_concurrency());
+  max_readers = std::min(max_readers, ranges.size());
+  size_t initial = options.readers ? max_readers : std::min<size_t>(4, max_readers);
+  AdaptiveLimit limit(initial, max_readers, [this] { return target_.throttle_events(); });
+  // Reads in flight hold at most memory_budget bytes of buffers.
+  uint64_t biggest = 1;
+  for (const PackRange& r : ranges) biggest = std::max(biggest, r.length);
+  BufferPool buffers(biggest, std::max<uint64_t>(1, options.memory_budget / biggest));
+  std::atomic<uint64_t> bytes_read{0};
+  auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+
+  auto read_range = [&](const PackRange& range) {
+    thread_local Bytes raw, scratch;
+    std::shared_ptr<uint8_t[]> buf = buffers.get();  // waits while the budget is spent
+    ByteView data(buf.get(), range.length);
+    try {
+      fetch(target_, range.pack, range.offset, std::span<uint8_t>(buf.get(), range.length));
+    } catch (const Error& e) {
+      for (size_t i : range.blobs) sink.fail(i, e);
+      return;
+    }
+    bytes_read += range.length;
+    for (size_t i : range.blobs) {
+      const catalog::BlobRecord& b = blobs[i].blob;
+      ByteView out;
+      try {
+        out = checked(target_, range.pack, b, data, range.offset);
+        if (options.form == BlobForm::kOpened) {
+          open_checked(key_, target_, range.pack, b, out, raw, scratch);
+          out = raw;
+        }
+      } catch (const Error& e) {
+        sink.fail(i, e);
+        continue;
+      }
+      sink.deliver(i, out);
+    }
+  };
+
+  TaskGroup group;
+  {
+    ThreadPool readers(max_readers, max_readers);
+    for (const PackRange& range : ranges) {
+      if (cancelled() || group.failed()) break;
+      group.started();
+      readers.submit(group.wrap([&, r = &range] {
+        limit.acquire();
+        struct Release {
+          AdaptiveLimit& limit;
+          uint64_t bytes;
+          ~Release() { limit.release(bytes); }
+        } release{limit, r->length};
+        if (!cancelled()) read_range(*r);
+      }));
+    }
+  }
+  group.wait();
+  if (cancelled()) throw Error(ErrorKind::kInterrupted, "read of " + target_.describe() + " interrupted");
+  stats.peak_readers = limit.peak_limit();
+  stats.bytes_read = bytes_read;
+  return stats;
+}
+
+PackScrub Content::scrub(const catalog::PackRecord& pack) {
+  PackScrub out;
+  std::string where = pack_where(target_, pack.id);
+  std::vector<catalog::BlobRecord> blobs = index_.blobs_in_pack(pack.id);
+  std::sort(blobs.begin(), blobs.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+  Xxh3Stream hash;
+  Bytes buf;
+  uint64_t pos = 0;
+  size_t next_blob = 0;
+  std::string key = pack_key(pack.id);
+  while (pos < pack.size) {
+    // Extend the range over whole blobs up to kScrubRead (at least one).
+    uint64_t end = pos;
+    size_t first_blob = next_blob;
+    while (next_blob < blobs.size() &&
+           (end == pos || blobs[next_blob].offset + blobs[next_blob].stored_length - pos <= kScrubRead)) {
+      end = blobs[next_blob].offset + blobs[next_blob].stored_length;
+      ++next_blob;
+    }
+    if (next_blob == blobs.size() && end - pos < kScrubRead) end = std::min(pack.size, pos + kScrubRead);
+    if (end <= pos) end = std::min(pack.size, pos + kScrubRead);
+    buf.resize(end - pos);
+    size_t n = target_.get_range(key, pos, buf);
+    out.bytes_read += n;
+    if (n != buf.size()) {
+      out.problems.push_back(where + ": truncated at offset " + std::to_string(pos + n) + " (index says " +
+                             std::to_string(pack.size) + " bytes)");
+      return out;
+    }
+    hash.update(buf);
+    for (size_t i = first_blob; i < next_blob; ++i) {
+      const catalog::BlobRecord& b = blobs[i];
+      if (b.offset < pos || b.offset + b.stored_length > end) continue;
+      try {
+        checked(target_, pack.id, b, buf, pos);
+      } catch (const Error& e) {
+        out.problems.push_back(e.what());
+        out.bad_blobs.push_back(b.id);
+      }
+    }
+    pos = end;
+  }
+  if (pack.xxh3_128.size() == 16) {
+    Hash128 digest = hash.digest();
+    if (!std::equal(digest.begin(), digest.end(), pack.xxh3_128.begin()) && out.bad_blobs.empty()) {
+      out.problems.push_back(where + ": pack checksum mismatch outside its blobs (header or trailer damaged)");
+    }
+  }
+  try {
+    std::vector<catalog::BlobRecord> header = read_pack_header(target_, key_, pack.id, pack.size);
+    if (header.size() != blobs.size()) out.problems.push_back(where + ": header lists a different set of blobs than the index");
+  } catch (const Error& e) {
+    out.problems.push_back(e.what());
+  }
+  return out;
+}
+
+ContentWriter::ContentWriter(Content& content, PackWriterOptions options, ThreadPool& uploads, ByteBudget& budget)
+    : index_(content.index_),
+      data_(content.target_, content.key_, catalog::BlobType::kData, options, uploads, budget,
+            [this](auto& pack, auto& blobs) { commit(pack, blobs); }),
+      trees_(content.target_, content.key_, catalog::BlobType::kTree, options, uploads, budget,
+             [this](auto& pack, auto& blobs) { commit(pack, blobs); }) {}
+
+void ContentWriter::add(catalog::BlobType type, const Id& id, uint32_t raw_length, ByteView sealed) {
+  (type == catalog::BlobType::kTree ? trees_ : data_).add(id, raw_length, sealed);
+}
+
+void ContentWriter::flush() {
+  data_.flush();
+  trees_.flush();
+}
+
+void ContentWriter::commit(const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs) {
+  index_.add_pack(pack, blobs);
+  ++packs_committed_;
+  pack_bytes_committed_ += pack.size;
+}
+
+}  // namespace keel::engine

@@ -1,0 +1,236 @@
+// The content layer (engine/content.h): pack writing committed to the index,
+// planned and coalesced reads, and damage reported with pack and offset.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "catalog/catalog.h"
+#include "engine/blob_codec.h"
+#include "engine/content.h"
+#include "targets/local/local_target.h"
+#include "tests/unit/test_support.h"
+#include "util/checksum.h"
+#include "util/error.h"
+
+using namespace keel;
+using namespace keel::engine;
+
+namespace {
+
+catalog::BlobLocation at(const Id& pack, uint64_t offset, uint32_t length) {
+  catalog::BlobLocation loc;
+  loc.pack = pack;
+  loc.blob.offset = offset;
+  loc.blob.stored_length = length;
+  return loc;
+}
+
+// A local target in a scratch directory, an in-memory index, and blobs
+// written through a ContentWriter into small packs.
+struct Store {
+  test::TempDir dir{"keel-content-test"};
+  std::unique_ptr<targets::Target> target = targets::local::open_local_target(dir.file("repo"), true);
+  std::unique_ptr<catalog::Catalog> index = catalog::Catalog::open_in_memory();
+  Key256 key = random_key();
+  Content content{*target, key, *index};
+  std::vector<Id> ids;
+  std::vector<Bytes> plain;
+
+  // `count` blobs of `size` bytes, in packs of about `pack_size`.
+  void write(size_t count, size_t size, uint64_t pack_size, catalog::BlobType type = catalog::BlobType::kData) {
+    ThreadPool uploads(2, 4);
+    ByteBudget budget(1 << 20);
+    ContentWriter writer(content, PackWriterOptions{pack_size, 64 << 10}, uploads, budget);
+    Bytes sealed, scratch;
+    for (size_t i = 0; i < count; ++i) {
+      Bytes raw = test::random_bytes(size, ids.size() + 1);
+      Id id = Id::random();
+      seal_blob(key, nullptr, id, raw, sealed, scratch);
+      writer.add(type, id, static_cast<uint32_t>(raw.size()), sealed);
+      ids.push_back(id);
+      plain.push_back(std::move(raw));
+    }
+    writer.flush();
+  }
+
+  std::vector<catalog::BlobLocation> locate(const std::vector<Id>& which) {
+    std::vector<catalog::BlobLocation> out;
+    for (const auto& loc : index->find_blobs(which)) out.push_back(loc.value());
+    return out;
+  }
+
+  // Flips one byte of the pack object on disk.
+  void damage(const Id& pack, uint64_t offset) {
+    std::fstream f(dir.file("repo/" + pack_key(pack)), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(static_cast<char>(c ^ 0x40));
+  }
+};
+
+// Collects what a read hands over (on reader threads: no Catch2 macros here).
+struct Collector : BlobSink {
+  std::mutex mu;
+  std::map<size_t, Bytes> delivered;
+  std::map<size_t, std::string> failed;
+  size_t repeats = 0;  // blobs handed over twice
+  void deliver(size_t index, ByteView data) override {
+    std::lock_guard lock(mu);
+    if (!delivered.emplace(index, Bytes(data.begin(), data.end())).second) ++repeats;
+  }
+  void fail(size_t index, const Error& error) override {
+    std::lock_guard lock(mu);
+    if (!failed.emplace(index, error.what()).second) ++repeats;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("plan_reads sorts by pack and offset and joins near neighbours", "[content]") {
+  Id a = Id::random(), b = Id::random();
+  std::vector<catalog::BlobLocation> blobs = {at(a, 200, 10),    at(b, 0, 30),        at(a, 0, 100),
+                                              at(a, 10'000, 20), at(a, 10'020, 5000), at(a, 100, 50)};
+  std::vector<PackRange> ranges = plan_reads(blobs, 100, 4096);
+  // a: [0, 210) joins three blobs; 10'000 is too far; 10'020 would pass max_read. b apart.
+  std::vector<PackRange> in_a, in_b;
+  for (const PackRange& r : ranges) (r.pack == a ? in_a : in_b).push_back(r);
+  REQUIRE(in_a.size() == 3);
+  REQUIRE(in_b.size() == 1);
+  CHECK((in_a[0].offset == 0 && in_a[0].length == 210 && in_a[0].blobs == std::vector<size_t>{2, 5, 0}));
+  CHECK((in_a[1].offset == 10'000 && in_a[1].length == 20 && in_a[1].blobs == std::vector<size_t>{3}));
+  CHECK((in_a[2].offset == 10'020 && in_a[2].length == 5000 && in_a[2].blobs == std::vector<size_t>{4}));
+  CHECK((in_b[0].offset == 0 && in_b[0].length == 30 && in_b[0].blobs == std::vector<size_t>{1}));
+}
+
+TEST_CASE("a content writer commits each pack's blobs to the index", "[content]") {
+  Store s;
+  s.write(40, 3000, 32 << 10);
+  s.write(3, 500, 32 << 10, catalog::BlobType::kTree);
+  std::vector<catalog::PackRecord> packs = s.index->list_packs();
+  REQUIRE(packs.size() >= 4);
+  size_t indexed = 0;
+  std::set<catalog::BlobType> types;
+  for (const catalog::PackRecord& p : packs) {
+    std::optional<targets::ObjectInfo> object = s.target->head(pack_key(p.id));
+    REQUIRE(object);
+    CHECK(object->size == p.size);
+    CHECK(p.xxh3_128.size() == 16);
+    std::vector<catalog::BlobRecord> blobs = s.index->blobs_in_pack(p.id);
+    // Data and trees never share a pack; the header agrees with the index.
+    CHECK(std::all_of(blobs.begin(), blobs.end(), [&](auto& b) { return b.type == blobs.front().type; }));
+    types.insert(blobs.front().type);
+    CHECK(read_pack_header(*s.target, s.key, p.id, p.size).size() == blobs.size());
+    indexed += blobs.size();
+  }
+  CHECK(indexed == s.ids.size());
+  CHECK(types.size() == 2);
+  for (size_t i = 0; i < s.ids.size(); ++i) CHECK(s.content.read(s.ids[i]) == s.plain[i]);
+  CHECK_THROWS_MATCHES(s.content.read(Id::random()), Error, Catch::Predicate<Error>([](const Error& e) {
+                         return e.kind() == ErrorKind::kNotFound;
+                       }));
+}
+
+TEST_CASE("a read coalesces neighbours and delivers every blob opened", "[content]") {
+  Store s;
+  s.write(30, 2000, 1 << 20);  // one pack
+  REQUIRE(s.index->list_packs().size() == 1);
+  // Every other blob: the gaps between them are one blob long.
+  std::vector<Id> wanted;
+  for (size_t i = 0; i < s.ids.size(); i += 2) wanted.push_back(s.ids[i]);
+  std::vector<catalog::BlobLocation> blobs = s.locate(wanted);
+  uint64_t stored = 0, first = UINT64_MAX, last_end = 0;
+  for (const auto& b : blobs) {
+    stored += b.blob.stored_length;
+    first = std::min(first, b.blob.offset);
+    last_end = std::max(last_end, b.blob.offset + b.blob.stored_length);
+  }
+
+  SECTION("joined across the gaps: one read of the whole span") {
+    std::vector<PackRange> ranges = plan_reads(blobs, 4096, 16 << 20);
+    REQUIRE(ranges.size() == 1);
+    Collector got;
+    ReadStats stats = s.content.read(blobs, ranges, ReadOptions{}, got);
+    CHECK(stats.bytes_read == last_end - first);
+    CHECK(got.failed.empty());
+    CHECK(got.repeats == 0);
+    REQUIRE(got.delivered.size() == wanted.size());
+    for (size_t i = 0; i < wanted.size(); ++i) CHECK(got.delivered[i] == s.plain[2 * i]);
+  }
+  SECTION("gaps not joined: only the blobs' bytes, on several readers") {
+    std::vector<PackRange> ranges = plan_reads(blobs, 0, 16 << 20);
+    CHECK(ranges.size() == wanted.size());
+    Collector got;
+    ReadStats stats = s.content.read(blobs, ranges, ReadOptions{.readers = 4, .memory_budget = 8 << 10}, got);
+    CHECK(stats.bytes_read == stored);
+    CHECK(got.delivered.size() == wanted.size());
+  }
+  SECTION("sealed: the stored bytes, checked") {
+    Collector got;
+    s.content.read(blobs, plan_reads(blobs, 4096, 16 << 20), ReadOptions{.form = BlobForm::kSealed}, got);
+    REQUIRE(got.delivered.size() == blobs.size());
+    for (size_t i = 0; i < blobs.size(); ++i) CHECK(xxh3_64(got.delivered[i]) == blobs[i].blob.xxh3);
+  }
+  SECTION("cancelled: stops with kInterrupted") {
+    std::atomic<bool> cancel{true};
+    Collector got;
+    CHECK_THROWS_MATCHES(s.content.read(blobs, plan_reads(blobs, 0, 16 << 20), ReadOptions{.cancel = &cancel}, got),
+                         Error, Catch::Predicate<Error>([](const Error& e) { return e.kind() == ErrorKind::kInterrupted; }));
+  }
+}
+
+TEST_CASE("a damaged range is reported with its pack and offset", "[content]") {
+  Store s;
+  s.write(10, 2000, 1 << 20);
+  std::vector<catalog::BlobLocation> blobs = s.locate(s.ids);
+  const catalog::BlobLocation& victim = blobs[3];
+  s.damage(victim.pack, victim.blob.offset + 7);
+  std::string offset = "at offset " + std::to_string(victim.blob.offset);
+
+  try {
+    s.content.read(s.ids[3]);
+    FAIL("a damaged blob was read");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kIntegrity);
+    CHECK_THAT(e.what(), Catch::Contains("checksum mismatch") && Catch::Contains(victim.pack.hex()) &&
+                             Catch::Contains(offset) && Catch::Contains(s.ids[3].short_hex()));
+  }
+
+  // In a coalesced read only that blob fails; its neighbours in the range arrive.
+  Collector got;
+  std::vector<PackRange> ranges = plan_reads(blobs, 4096, 16 << 20);
+  REQUIRE(ranges.size() == 1);
+  s.content.read(blobs, ranges, ReadOptions{}, got);
+  REQUIRE(got.failed.size() == 1);
+  CHECK_THAT(got.failed[3], Catch::Contains(victim.pack.hex()) && Catch::Contains(offset));
+  CHECK(got.delivered.size() == blobs.size() - 1);
+  CHECK(got.delivered[4] == s.plain[4]);
+
+  // A scrub names the same blob, and the whole-pack checksum is not reported twice.
+  PackScrub scrub = s.content.scrub(*s.index->list_packs().begin());
+  CHECK(scrub.bad_blobs == std::vector<Id>{s.ids[3]});
+  REQUIRE(scrub.problems.size() == 1);
+  CHECK_THAT(scrub.problems[0], Catch::Contains(offset));
+}
+
+TEST_CASE("a pack shorter than the index fails the blobs of the missing range", "[content]") {
+  Store s;
+  s.write(6, 2000, 1 << 20);
+  std::vector<catalog::BlobLocation> blobs = s.locate(s.ids);
+  const Id pack = blobs[0].pack;
+  std::filesystem::resize_file(s.dir.file("repo/" + pack_key(pack)), blobs[4].blob.offset + 10);
+  Collector got;
+  s.content.read(blobs, plan_reads(blobs, 0, 16 << 20), ReadOptions{}, got);
+  CHECK(got.delivered.size() == 4);
+  REQUIRE(got.failed.size() == 2);
+  CHECK_THAT(got.failed[4], Catch::Contains("shorter than the index says") && Catch::Contains(pack.hex()));
+  PackScrub scrub = s.content.scrub(s.index->list_packs().front());
+  REQUIRE(!scrub.problems.empty());
+  CHECK_THAT(scrub.problems[0], Catch::Contains("truncated"));
+}
