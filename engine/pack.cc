@@ -158,8 +158,11 @@ void PackWriter::recycle(Bytes&& buffer) {
 }
 
 void PackWriter::start_pack() {
-  pack_ = std::make_shared<OpenPack>();
-  pack_->upload = target_.start_upload(pack_key(pack_->id));
+  // Open only once its upload is: after a failed start, the next add tries
+  // again instead of writing parts to no upload.
+  auto pack = std::make_shared<OpenPack>();
+  pack->upload = target_.start_upload(pack_key(pack->id));
+  pack_ = std::move(pack);
   part_ = take_buffer();
 }
 

@@ -22,6 +22,7 @@
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/file_system.h"
 #include "util/path.h"
 #include "util/thread_pool.h"
 
@@ -67,16 +68,16 @@ struct FileTask {
 // (sparse) unless the caller's first write sets the size; returns it open
 // for writing. Most targets are empty, so the exclusive create comes first
 // and only what is there gets unlinked: a path lookup saved per file.
-UniqueFd create_file(const std::string& path, uint64_t size, bool sized_by_first_write) {
+UniqueFd create_file(FileSystem& fs, const std::string& path, uint64_t size, bool sized_by_first_write) {
   // Readable too: verification may read an early piece back.
   constexpr int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  UniqueFd fd(::open(path.c_str(), kCreate, 0600));
+  UniqueFd fd(fs.open(path, kCreate, 0600));
   if (!fd) {
     if (errno != EEXIST) throw_errno("create " + path, errno);
-    ::unlink(path.c_str());
-    fd = open_or_throw(path, kCreate, 0600);
+    fs.unlink(path);
+    fd = open_or_throw(fs, path, kCreate, 0600);
   }
-  if (size > 0 && !sized_by_first_write && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
+  if (size > 0 && !sized_by_first_write && fs.ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
     throw_errno("truncate " + path, errno);
   }
   return fd;
@@ -103,7 +104,7 @@ struct BlobNeed {
 class RestoreRun {
  public:
   RestoreRun(Repository& repo, const RestoreOptions& options, RestoreProgress& progress)
-      : repo_(repo), options_(options), progress_(progress) {}
+      : repo_(repo), options_(options), progress_(progress), fs_(file_system_or_posix(options.file_system)) {}
 
   RestoreResult run(const catalog::SnapshotRecord& snapshot) {
     if (!options_.verify_only) std::filesystem::create_directories(options_.target_dir);
@@ -169,7 +170,7 @@ class RestoreRun {
     try {
       switch (e.meta.type) {
         case NodeType::kDir: {
-          if (!options_.verify_only && ::mkdir(disk_path.c_str(), 0700) != 0 && errno != EEXIST) {
+          if (!options_.verify_only && fs_.mkdir(disk_path, 0700) != 0 && errno != EEXIST) {
             throw_errno("mkdir " + disk_path, errno);
           }
           trees_.push_back(std::make_unique<Tree>(repo_.load_tree(e.subtree)));
@@ -391,8 +392,8 @@ class RestoreRun {
       try {
         bool whole_file = offset == 0 && data.size() == file.entry->meta.size;
         std::call_once(file.created, [&] { fd = create(file, whole_file); });
-        if (!fd) fd = open_or_throw(file.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-        pwrite_all(fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
+        if (!fd) fd = open_or_throw(fs_, file.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        pwrite_all(fs_, fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
         progress_.bytes_done += data.size();
         if (file.hasher) file.hasher->written(fd.get(), offset, data, file.path);
       } catch (const Error& e) {
@@ -405,7 +406,7 @@ class RestoreRun {
   // Creates the file on disk and, unless it is verified from disk, what
   // verifies it as its pieces are written (held only until it is finished).
   UniqueFd create(FileTask& file, bool sized_by_first_write) {
-    UniqueFd fd = create_file(file.path, file.entry->meta.size, sized_by_first_write);
+    UniqueFd fd = create_file(fs_, file.path, file.entry->meta.size, sized_by_first_write);
     if (options_.verify && !options_.verify_from_disk) file.hasher = std::make_unique<PieceHasher>(file.entry->content);
     return fd;
   }
@@ -432,7 +433,7 @@ class RestoreRun {
     if (file.failed || !options_.verify || options_.verify_only) return;
     try {
       struct stat st;
-      if (::fstat(fd, &st) != 0) throw_errno("stat " + file.path, errno);
+      if (fs_.fstat(fd, &st) != 0) throw_errno("stat " + file.path, errno);
       std::optional<Hash128> hashed = file.hasher ? file.hasher->finish() : std::nullopt;
       if (!hashed) {
         if (options_.verify_from_disk) drop_from_cache(file.path);
@@ -476,6 +477,7 @@ class RestoreRun {
   Repository& repo_;
   const RestoreOptions& options_;
   RestoreProgress& progress_;
+  FileSystem& fs_;
   RestoreResult result_;
 
   std::mutex mu_;

@@ -18,6 +18,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/repository.h"
+#include "util/file_system.h"
 
 namespace keel::engine {
 
@@ -51,6 +52,9 @@ struct RestoreOptions {
   uint64_t max_read = 16ull << 20;     // but never read more than this at once
   uint64_t memory_budget = 256ull << 20;  // bytes of reads in flight, at most
   const std::atomic<bool>* cancel = nullptr;
+  // Where files and directories are created and written; null: the real
+  // file system (tests inject faults through util/fault_injecting_file_system.h).
+  FileSystem* file_system = nullptr;
 };
 
 struct RestoreProgress {

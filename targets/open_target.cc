@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "targets/local/local_target.h"
+#include "targets/metered_target.h"
 #include "targets/rdma/verbs_transport.h"
 #include "targets/s3/credentials.h"
 #include "targets/s3/s3_target.h"
@@ -27,9 +28,7 @@ std::shared_ptr<s3::RdmaChannel> open_rdma_channel(const std::string& address) {
   return std::make_shared<s3::RdmaChannel>(std::move(transport), server, session);
 }
 
-}  // namespace
-
-std::unique_ptr<Target> open_target(const std::string& location, const TargetOptions& options) {
+std::unique_ptr<Target> open_bare_target(const std::string& location, const TargetOptions& options) {
   if (location.empty()) throw Error(ErrorKind::kUsage, "no repository given: use --repo or set KEEL_REPO");
   if (location.rfind("s3://", 0) == 0) {
     s3::S3ClientOptions client;
@@ -49,7 +48,10 @@ std::unique_ptr<Target> open_target(const std::string& location, const TargetOpt
     client.http.insecure_tls = options.insecure_tls;
     client.http.timeout = options.io_timeout;
     if (!options.rdma.empty()) client.rdma = open_rdma_channel(options.rdma);
-    return s3::open_s3_target(location, client, creds.credentials, options.create);
+    // Creating the bucket is the one request made before the decorators are on.
+    std::atomic<uint64_t> retries{0};
+    return retry_transient(options.retry, retries,
+                           [&] { return s3::open_s3_target(location, client, creds.credentials, options.create); });
   }
   std::string path = location;
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
@@ -59,6 +61,13 @@ std::unique_ptr<Target> open_target(const std::string& location, const TargetOpt
                                        "' (this build supports local directories)");
   }
   return local::open_local_target(path, options.create);
+}
+
+}  // namespace
+
+std::unique_ptr<Target> open_target(const std::string& location, const TargetOptions& options) {
+  return make_metered_target(
+      make_retrying_target(make_limited_target(open_bare_target(location, options), options.limits), options.retry));
 }
 
 }  // namespace keel::targets

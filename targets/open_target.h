@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "targets/limited_target.h"
+#include "targets/retrying_target.h"
 #include "targets/target.h"
 
 namespace keel::targets {
@@ -29,8 +31,13 @@ struct TargetOptions {
   std::chrono::milliseconds io_timeout{60000};
   // S3: the gateway's RDMA data plane, "host:port" (docs/rdma.md); empty: HTTP only.
   std::string rdma;
+  // How transient failures are retried, and how hard the target is driven.
+  RetryPolicy retry;
+  TargetLimits limits;
 };
 
+// The bare target for `location` under its decorators, outermost first:
+// metrics (what callers asked and waited), retries, limits.
 // Throws Error(kUsage) for a location keel cannot use.
 std::unique_ptr<Target> open_target(const std::string& location, const TargetOptions& options);
 

@@ -5,7 +5,11 @@
 //
 // All methods are safe to call from several threads at once. Failures throw
 // keel::Error: kNotFound for a missing key, kTargetIo for everything else,
-// with the target and key in the message.
+// with the target and key in the message; an error that may go away when
+// tried again (throttling, a timeout, a dropped connection) is transient
+// (util/error.h). A bare target (local/, s3/, memory/) does I/O and nothing
+// else; retries, limits, metrics and fault injection are decorators
+// (target_decorator.h) that open_target.cc stacks.
 #pragma once
 
 #include <chrono>
@@ -31,7 +35,8 @@ struct ObjectInfo {
 // numbered from 1 in byte order and may be written concurrently and out of
 // order; `offset` is the part's position in the object. Nothing is visible
 // under the key until commit() returns; then the whole object is, durably.
-// Destroying an upload that was not committed aborts it.
+// A commit tried again after one whose reply was lost succeeds if the object
+// was committed. Destroying an upload that was not committed aborts it.
 class Upload {
  public:
   virtual ~Upload() = default;
@@ -51,11 +56,12 @@ class Target {
   // Ranged reads worth keeping in flight: a remote store hides its latency
   // behind many; 0 lets the caller size it by CPU cores.
   virtual size_t read_concurrency() const { return 0; }
-  // A counter that grows whenever the target pushed back (S3: retried
-  // requests); readers back off when it moves.
+  // A counter that grows whenever the target pushed back (the retrying
+  // decorator's retries); readers back off when it moves.
   virtual uint64_t throttle_events() const { return 0; }
-  // Named counters of how the target moved data, for --json output (S3:
-  // requests, bytes and microseconds over HTTP and RDMA, fallbacks); none by default.
+  // Named counters of how the target moved data, for --json output: each
+  // decorator adds its own (retries, per-operation metrics) to those of the
+  // target below it (S3: requests and bytes over HTTP and RDMA); none by default.
   virtual std::vector<std::pair<std::string, uint64_t>> transfer_stats() const { return {}; }
 
   virtual std::unique_ptr<Upload> start_upload(const std::string& key) = 0;

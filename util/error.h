@@ -22,15 +22,23 @@ enum class ErrorKind {
   kInterrupted = 130,   // SIGINT/SIGTERM
 };
 
+// Whether the same operation may succeed when tried again: a target that
+// throttled, timed out or dropped the connection fails kTransient; a missing
+// object, a refused request or corrupt data fails kPermanent. Decorators
+// (targets/retrying_target.h) retry on this alone, whatever the target.
+enum class Persistence { kPermanent, kTransient };
+
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message, Persistence persistence = Persistence::kPermanent)
+      : std::runtime_error(message), kind_(kind), persistence_(persistence) {}
   ErrorKind kind() const { return kind_; }
   int exit_code() const { return static_cast<int>(kind_); }
+  bool transient() const { return persistence_ == Persistence::kTransient; }
 
  private:
   ErrorKind kind_;
+  Persistence persistence_;
 };
 
 // Throws Error(kTargetIo) with "<context>: <strerror(errno_value)>".

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "util/error.h"
+#include "util/file_system.h"
 #include "util/id.h"
 
 namespace keel {
@@ -19,9 +20,13 @@ void UniqueFd::reset(int fd) {
 }
 
 UniqueFd open_or_throw(const std::string& path, int flags, mode_t mode) {
+  return open_or_throw(posix_file_system(), path, flags, mode);
+}
+
+UniqueFd open_or_throw(FileSystem& fs, const std::string& path, int flags, mode_t mode) {
   int fd;
   do {
-    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    fd = fs.open(path, flags | O_CLOEXEC, mode);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     int e = errno;
@@ -59,15 +64,23 @@ void write_all(int fd, ByteView data, const std::string& context) {
 }
 
 void pwrite_all(int fd, ByteView data, off_t offset, const std::string& context) {
+  pwrite_all(posix_file_system(), fd, data, offset, context);
+}
+
+void pwrite_all(FileSystem& fs, int fd, ByteView data, off_t offset, const std::string& context) {
   size_t n = transfer_all(data.size(), context, [&](size_t done) {
-    return ::pwrite(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
+    return fs.pwrite(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
   });
   if (n != data.size()) throw Error(ErrorKind::kTargetIo, context + ": short write");
 }
 
 size_t pread_full(int fd, std::span<uint8_t> data, off_t offset, const std::string& context) {
+  return pread_full(posix_file_system(), fd, data, offset, context);
+}
+
+size_t pread_full(FileSystem& fs, int fd, std::span<uint8_t> data, off_t offset, const std::string& context) {
   return transfer_all(data.size(), context, [&](size_t done) {
-    return ::pread(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
+    return fs.pread(fd, data.data() + done, data.size() - done, offset + static_cast<off_t>(done));
   });
 }
 

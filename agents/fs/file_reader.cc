@@ -10,13 +10,14 @@
 
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/file_system.h"
 
 namespace keel::agents::fs {
 namespace {
 
 class DataExtentReader : public engine::FileReader {
  public:
-  DataExtentReader(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {
+  DataExtentReader(FileSystem& fs, UniqueFd fd, std::string path) : fs_(fs), fd_(std::move(fd)), path_(std::move(path)) {
     ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   }
 
@@ -25,7 +26,7 @@ class DataExtentReader : public engine::FileReader {
     if (at_end_) return {end_, 0};
     if (position_ >= region_end_ && !find_next_region()) return finish();
     size_t wanted = static_cast<size_t>(std::min<uint64_t>(buf.size(), region_end_ - position_));
-    size_t got = pread_full(fd_.get(), buf.first(wanted), static_cast<off_t>(position_), "read " + path_);
+    size_t got = pread_full(fs_, fd_.get(), buf.first(wanted), static_cast<off_t>(position_), "read " + path_);
     if (got == 0) return finish();
     engine::Extent extent{position_, got};
     position_ += got;
@@ -61,12 +62,13 @@ class DataExtentReader : public engine::FileReader {
 
   engine::Extent finish() {
     struct stat st;
-    if (::fstat(fd_.get(), &st) != 0) throw_errno("stat " + path_, errno);
+    if (fs_.fstat(fd_.get(), &st) != 0) throw_errno("stat " + path_, errno);
     at_end_ = true;
     end_ = std::max<uint64_t>(position_, static_cast<uint64_t>(st.st_size));
     return {end_, 0};
   }
 
+  FileSystem& fs_;
   UniqueFd fd_;
   std::string path_;
   uint64_t position_ = 0;
@@ -75,23 +77,24 @@ class DataExtentReader : public engine::FileReader {
   uint64_t end_ = 0;
 };
 
-int open_at(int dir_fd, const std::string& name, int flags) {
+int open_at(FileSystem& fs, int dir_fd, const std::string& name, int flags) {
   int fd;
   do {
-    fd = ::openat(dir_fd, name.c_str(), flags);
+    fd = fs.openat(dir_fd, name, flags);
   } while (fd < 0 && errno == EINTR);
   return fd;
 }
 
 }  // namespace
 
-std::unique_ptr<engine::FileReader> open_file_reader(int dir_fd, const std::string& name, const std::string& path) {
+std::unique_ptr<engine::FileReader> open_file_reader(FileSystem& fs, int dir_fd, const std::string& name,
+                                                     const std::string& path) {
   // O_NONBLOCK: if the file was replaced by a fifo since it was listed, the
   // open must not hang; the type check below rejects it.
   const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-  int fd = open_at(dir_fd, name, flags | O_NOATIME);
+  int fd = open_at(fs, dir_fd, name, flags | O_NOATIME);
   // O_NOATIME needs ownership of the file or CAP_FOWNER.
-  if (fd < 0 && errno == EPERM) fd = open_at(dir_fd, name, flags);
+  if (fd < 0 && errno == EPERM) fd = open_at(fs, dir_fd, name, flags);
   if (fd < 0) {
     if (errno == ENOENT) throw Error(ErrorKind::kNotFound, path + ": no such file or directory");
     if (errno == ELOOP) throw Error(ErrorKind::kTargetIo, path + ": no longer a regular file");
@@ -99,11 +102,11 @@ std::unique_ptr<engine::FileReader> open_file_reader(int dir_fd, const std::stri
   }
   UniqueFd file(fd);
   struct stat st;
-  if (::fstat(file.get(), &st) != 0) throw_errno("stat " + path, errno);
+  if (fs.fstat(file.get(), &st) != 0) throw_errno("stat " + path, errno);
   if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::kTargetIo, path + ": no longer a regular file");
   int status = ::fcntl(file.get(), F_GETFL);
   if (status < 0 || ::fcntl(file.get(), F_SETFL, status & ~O_NONBLOCK) != 0) throw_errno("fcntl " + path, errno);
-  return std::make_unique<DataExtentReader>(std::move(file), path);
+  return std::make_unique<DataExtentReader>(fs, std::move(file), path);
 }
 
 }  // namespace keel::agents::fs

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/source.h"
+#include "util/file_system.h"
 
 namespace keel::agents::fs {
 
@@ -19,6 +20,8 @@ namespace keel::agents::fs {
 // The reader throws Error(kTargetIo) on a read error. Its last Extent
 // (length 0) has as offset the file's size when reading ended, so a trailing
 // hole is visible; a file that shrinks while read ends early.
-std::unique_ptr<engine::FileReader> open_file_reader(int dir_fd, const std::string& name, const std::string& path);
+// Opens, reads and stats through `fs`.
+std::unique_ptr<engine::FileReader> open_file_reader(FileSystem& fs, int dir_fd, const std::string& name,
+                                                     const std::string& path);
 
 }  // namespace keel::agents::fs

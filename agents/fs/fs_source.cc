@@ -18,6 +18,7 @@
 #include "agents/owner_names.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/file_system.h"
 #include "util/path.h"
 
 namespace keel::agents::fs {
@@ -208,8 +209,9 @@ std::string read_symlink(int parent_fd, const std::string& name, size_t size_hin
 
 class Walker {
  public:
-  Walker(engine::SourceSink& sink, const ExcludeMatcher& excludes, bool one_file_system)
+  Walker(engine::SourceSink& sink, const ExcludeMatcher& excludes, bool one_file_system, FileSystem& fs)
       : sink_(sink),
+        fs_(fs),
         excludes_(excludes),
         one_file_system_(one_file_system),
         proc_fds_(::access("/proc/self/fd", X_OK) == 0) {}
@@ -333,7 +335,7 @@ class Walker {
     }
     engine::OpenFile open;
     if (S_ISREG(st.st_mode)) {
-      open = [parent, name, path = path_] { return open_file_reader(parent->get(), name, path); };
+      open = [parent, name, path = path_, &fs = fs_] { return open_file_reader(fs, parent->get(), name, path); };
     }
     sink_.add_node(meta, open);
   }
@@ -408,6 +410,7 @@ class Walker {
   }
 
   engine::SourceSink& sink_;
+  FileSystem& fs_;
   const ExcludeMatcher& excludes_;
   bool one_file_system_;
   bool proc_fds_;  // /proc/self/fd is usable
@@ -418,8 +421,8 @@ class Walker {
 
 class FsSource : public engine::Source {
  public:
-  FsSource(std::vector<PathComponents> targets, ExcludeMatcher excludes, bool one_file_system)
-      : targets_(std::move(targets)), excludes_(std::move(excludes)), one_file_system_(one_file_system) {}
+  FsSource(std::vector<PathComponents> targets, ExcludeMatcher excludes, bool one_file_system, FileSystem& fs)
+      : targets_(std::move(targets)), excludes_(std::move(excludes)), one_file_system_(one_file_system), fs_(fs) {}
 
   std::vector<std::string> paths() const override {
     std::vector<std::string> paths;
@@ -427,12 +430,13 @@ class FsSource : public engine::Source {
     return paths;
   }
 
-  void walk(engine::SourceSink& sink) override { Walker(sink, excludes_, one_file_system_).walk(targets_); }
+  void walk(engine::SourceSink& sink) override { Walker(sink, excludes_, one_file_system_, fs_).walk(targets_); }
 
  private:
   std::vector<PathComponents> targets_;
   ExcludeMatcher excludes_;
   bool one_file_system_;
+  FileSystem& fs_;
 };
 
 }  // namespace
@@ -442,7 +446,8 @@ std::unique_ptr<engine::Source> make_fs_source(std::vector<std::string> paths, F
   ExcludeMatcher excludes(options.excludes);
   std::vector<PathComponents> targets;
   for (const std::string& path : paths) targets.push_back(resolve_given_path(path));
-  return std::make_unique<FsSource>(merge_targets(std::move(targets)), std::move(excludes), options.one_file_system);
+  return std::make_unique<FsSource>(merge_targets(std::move(targets)), std::move(excludes), options.one_file_system,
+                                    file_system_or_posix(options.file_system));
 }
 
 }  // namespace keel::agents::fs

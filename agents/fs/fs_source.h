@@ -48,12 +48,16 @@
 #include <vector>
 
 #include "engine/source.h"
+#include "util/file_system.h"
 
 namespace keel::agents::fs {
 
 struct FsOptions {
   std::vector<std::string> excludes;
   bool one_file_system = false;
+  // Where files' contents are opened and read; null: the real file system
+  // (tests inject faults through util/fault_injecting_file_system.h).
+  FileSystem* file_system = nullptr;
 };
 
 // Throws Error(kUsage) for no paths, an empty path or a bad exclude pattern,

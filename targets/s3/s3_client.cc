@@ -4,9 +4,7 @@
 #include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <sstream>
-#include <thread>
 
 #include "targets/rdma/s3_headers.h"
 #include "util/crc.h"
@@ -99,32 +97,21 @@ HttpResponse S3Client::execute(const Request& r, const std::function<void(Header
   if (!query.empty()) hr.target += "?" + query;
   hr.body = r.body;
 
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  for (int attempt = 1;; ++attempt) {
-    sr.headers = r.headers;
-    if (before_attempt) before_attempt(sr.headers);
-    hr.headers = sr.headers;
-    hr.headers.emplace_back("host", sr.host);
-    for (auto& h : sign_request(sr, credentials_, options_.region, std::time(nullptr))) hr.headers.push_back(h);
-    ++stats_.requests;
-    std::string failure;
-    try {
-      HttpResponse response = http_.send(hr, r.body_into);
-      stats_.bytes_sent += r.body.size();
-      stats_.bytes_received += response.body_size;
-      std::string code = response.status >= 300 ? s3_error_code(response.body) : "";
-      if (!retryable(response.status, code)) return response;
-      failure = "HTTP " + std::to_string(response.status) + (code.empty() ? "" : " " + code);
-      if (attempt >= options_.retry.max_attempts) return response;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kTargetIo || attempt >= options_.retry.max_attempts) throw;
-      failure = e.what();
-    }
-    ++stats_.retries;
-    // Full jitter: a random wait up to an exponentially growing ceiling.
-    auto ceiling = std::min<int64_t>(options_.retry.cap.count(), options_.retry.base.count() << std::min(attempt, 20));
-    std::uniform_int_distribution<int64_t> wait(0, std::max<int64_t>(1, ceiling));
-    std::this_thread::sleep_for(std::chrono::milliseconds(wait(rng)));
+  sr.headers = r.headers;
+  if (before_attempt) before_attempt(sr.headers);
+  hr.headers = sr.headers;
+  hr.headers.emplace_back("host", sr.host);
+  for (auto& h : sign_request(sr, credentials_, options_.region, std::time(nullptr))) hr.headers.push_back(h);
+  ++stats_.requests;
+  try {
+    HttpResponse response = http_.send(hr, r.body_into);
+    stats_.bytes_sent += r.body.size();
+    stats_.bytes_received += response.body_size;
+    return response;
+  } catch (const Error& e) {
+    // A timeout, a refused or broken connection: worth another attempt.
+    if (e.kind() != ErrorKind::kTargetIo || e.transient()) throw;
+    throw Error(e.kind(), e.what(), Persistence::kTransient);
   }
 }
 
@@ -219,7 +206,7 @@ void S3Client::fail(const Request& r, const HttpResponse& response) const {
                      (message.empty() ? "" : " (" + message + ")");
   if (response.status == 404) throw Error(ErrorKind::kNotFound, what);
   if (response.status == 403 || response.status == 401) throw Error(ErrorKind::kTargetIo, what + ": check the credentials");
-  throw Error(ErrorKind::kTargetIo, what);
+  throw Error(ErrorKind::kTargetIo, what, retryable(response.status, code) ? Persistence::kTransient : Persistence::kPermanent);
 }
 
 void S3Client::create_bucket(const std::string& bucket) {

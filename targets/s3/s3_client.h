@@ -1,7 +1,8 @@
-// The S3 operations keel needs, over HttpClient, signed with SigV4, with
-// retries (exponential back-off with full jitter) on throttling, 5xx,
-// timeouts and broken connections. Every upload carries Content-MD5 and its
-// returned ETag is checked. Errors name the bucket, key and S3 error code.
+// The S3 operations keel needs, over HttpClient, signed with SigV4, one
+// attempt each: throttling, 5xx, timeouts and broken connections fail with a
+// transient keel::Error that targets/retrying_target.h retries. Every upload
+// carries Content-MD5 and its returned ETag is checked. Errors name the
+// bucket, key and S3 error code.
 #pragma once
 
 #include <atomic>
@@ -19,18 +20,11 @@
 
 namespace keel::targets::s3 {
 
-struct RetryPolicy {
-  int max_attempts = 10;
-  std::chrono::milliseconds base{50};
-  std::chrono::milliseconds cap{5000};
-};
-
 struct S3ClientOptions {
   std::string endpoint;  // "https://s3.example.com:443"
   std::string region = "us-east-1";
   bool virtual_hosted = false;  // bucket.host/key instead of host/bucket/key
   HttpOptions http;
-  RetryPolicy retry;
   // Object payloads (PutObject and UploadPart bodies, ranged GETs) over RDMA
   // when set; HTTP carries whatever it declines or cannot fit in a slot.
   std::shared_ptr<RdmaChannel> rdma;
@@ -48,7 +42,7 @@ struct MultipartUploadInfo {
 };
 
 // Object payloads moved one way: how many, their bytes, and the time from
-// sending the request to the response (retries included).
+// sending the request to the response.
 struct PayloadStats {
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> bytes{0};
@@ -59,7 +53,6 @@ struct PayloadStats {
 // Counters for tests and stats output.
 struct S3Stats {
   std::atomic<uint64_t> requests{0};
-  std::atomic<uint64_t> retries{0};
   std::atomic<uint64_t> bytes_sent{0};      // HTTP bodies
   std::atomic<uint64_t> bytes_received{0};  // HTTP bodies
   // Uploads (PutObject, UploadPart) and ranged GETs, by the path their bytes took.
@@ -109,8 +102,8 @@ class S3Client {
     ByteView body;
     std::optional<std::span<uint8_t>> body_into;
   };
-  // Signs and sends with retries; returns the final response (any status).
-  // `before_attempt` adds headers to sign for each attempt (a fresh RDMA token).
+  // Signs and sends once; returns the response (any status). A failed send
+  // throws a transient Error. `before_attempt` adds headers to sign (a fresh RDMA token).
   HttpResponse execute(const Request& request, const std::function<void(Headers&)>& before_attempt = {});
   // A request with an object payload (an upload's body, or a GET into
   // body_into): over RDMA when configured and the server agrees, else HTTP.

@@ -72,11 +72,10 @@ class S3Target : public Target {
   std::string describe() const override { return "s3://" + bucket_ + "/" + prefix_; }
   uint64_t min_part_size() const override { return kMinPartSize; }
   size_t read_concurrency() const override { return 32; }
-  uint64_t throttle_events() const override { return client_.stats().retries; }
 
   std::vector<std::pair<std::string, uint64_t>> transfer_stats() const override {
     const S3Stats& s = client_.stats();
-    std::vector<std::pair<std::string, uint64_t>> out{{"requests", s.requests}, {"retries", s.retries},
+    std::vector<std::pair<std::string, uint64_t>> out{{"requests", s.requests},
                                                       {"http_bytes_sent", s.bytes_sent},
                                                       {"http_bytes_received", s.bytes_received}};
     const auto payload = [&](const std::string& name, const PayloadStats& p) {

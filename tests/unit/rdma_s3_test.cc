@@ -47,8 +47,6 @@ struct Gateway : test::InProcessGateway {
 s3::S3ClientOptions client_options(const std::string& url, std::shared_ptr<s3::RdmaChannel> channel) {
   s3::S3ClientOptions options;
   options.endpoint = url;
-  options.retry.max_attempts = 3;
-  options.retry.base = std::chrono::milliseconds(1);
   options.rdma = std::move(channel);
   return options;
 }

@@ -9,7 +9,10 @@
 #include <set>
 #include <thread>
 
+#include "targets/fault_injecting_target.h"
 #include "targets/local/local_target.h"
+#include "targets/memory/memory_target.h"
+#include "targets/retrying_target.h"
 #include "targets/s3/s3_target.h"
 #include "util/error.h"
 #include "util/id.h"
@@ -47,10 +50,32 @@ std::unique_ptr<Target> make_s3_target() {
   targets::s3::S3ClientOptions options;
   options.endpoint = endpoint;
   if (std::string region = env_or_empty("S3_REGION"); !region.empty()) options.region = region;
-  options.retry.max_attempts = 3;
   targets::s3::Credentials creds{env_or_empty("S3_ACCESS_KEY"), env_or_empty("S3_SECRET_KEY"), ""};
-  return targets::s3::open_s3_target("s3://keel-conformance-" + Id::random().short_hex() + "/repo", options, creds,
-                                     /*create=*/true);
+  return targets::make_retrying_target(
+      targets::s3::open_s3_target("s3://keel-conformance-" + Id::random().short_hex() + "/repo", options, creds,
+                                  /*create=*/true),
+      {.max_attempts = 3});
+}
+
+// The in-memory target behind the retrying decorator, with transient errors
+// and lost responses on one call in six: retried, it must behave as a
+// target that never failed. (remove_stale_uploads is left alone: its count
+// cannot survive a lost response.)
+std::unique_ptr<Target> make_retried_faulty_memory_target() {
+  using targets::FaultKind;
+  using targets::TargetOp;
+  std::vector<targets::FaultRule> rules;
+  for (TargetOp op : {TargetOp::kPut, TargetOp::kGetRange, TargetOp::kHead, TargetOp::kList, TargetOp::kRemove,
+                      TargetOp::kStartUpload, TargetOp::kWritePart, TargetOp::kCommit}) {
+    for (FaultKind kind : {FaultKind::kError, FaultKind::kLostResponse}) {
+      rules.push_back({.kind = kind, .when = {.op = op, .probability = 1.0 / 12}});
+    }
+  }
+  auto faulty = targets::make_fault_injecting_target(
+      targets::memory::open_memory_target(std::make_shared<targets::memory::MemoryStore>()),
+      std::make_shared<targets::FaultInjector>(rules, /*seed=*/7));
+  return targets::make_retrying_target(std::move(faulty), {.max_attempts = 30, .base = std::chrono::milliseconds(0),
+                                                           .cap = std::chrono::milliseconds(1)});
 }
 
 std::vector<TargetFactory> conformance_targets() {
@@ -59,6 +84,8 @@ std::vector<TargetFactory> conformance_targets() {
       {"local", [] {
          return targets::local::open_local_target((scratch.path / Id::random().short_hex()).string(), /*create=*/true);
        }},
+      {"memory", [] { return targets::memory::open_memory_target(std::make_shared<targets::memory::MemoryStore>()); }},
+      {"memory, retried through faults", make_retried_faulty_memory_target},
       {"s3", make_s3_target},
   };
 }

@@ -1,0 +1,171 @@
+#include "targets/memory/memory_target.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "util/error.h"
+
+namespace keel::targets::memory {
+
+struct MemoryStore::PendingUpload {
+  std::string key;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::map<uint32_t, std::pair<uint64_t, Bytes>> parts;  // number -> offset, bytes
+  bool aborted = false;
+};
+
+std::map<std::string, Bytes> MemoryStore::objects() const {
+  std::lock_guard lock(mu_);
+  return objects_;
+}
+
+void MemoryStore::set_objects(std::map<std::string, Bytes> objects) {
+  std::lock_guard lock(mu_);
+  objects_ = std::move(objects);
+}
+
+size_t MemoryStore::open_uploads() const {
+  std::lock_guard lock(mu_);
+  return uploads_.size();
+}
+
+class MemoryUpload : public Upload {
+ public:
+  MemoryUpload(std::shared_ptr<MemoryStore> store, std::string where, uint64_t id,
+               std::shared_ptr<MemoryStore::PendingUpload> pending)
+      : store_(std::move(store)), where_(std::move(where)), id_(id), pending_(std::move(pending)) {}
+  ~MemoryUpload() override { abort(); }
+
+  void write_part(uint32_t part_number, uint64_t offset, ByteView data) override {
+    std::lock_guard lock(store_->mu_);
+    check_open("write_part");
+    pending_->parts[part_number] = {offset, Bytes(data.begin(), data.end())};
+  }
+
+  void commit() override {
+    std::lock_guard lock(store_->mu_);
+    if (committed_) return;  // a retry of a commit whose reply was lost
+    check_open("commit");
+    Bytes whole;
+    uint32_t expected = 1;
+    for (auto& [number, part] : pending_->parts) {
+      if (number != expected++ || part.first != whole.size()) {
+        throw Error(ErrorKind::kFailure, where_ + ": part " + std::to_string(expected - 1) + " missing at commit");
+      }
+      whole.insert(whole.end(), part.second.begin(), part.second.end());
+    }
+    store_->objects_[pending_->key] = std::move(whole);
+    store_->uploads_.erase(id_);
+    done_ = committed_ = true;
+  }
+
+  void abort() noexcept override {
+    std::lock_guard lock(store_->mu_);
+    if (done_) return;
+    done_ = true;
+    pending_->aborted = true;
+    store_->uploads_.erase(id_);
+  }
+
+ private:
+  void check_open(const char* what) const {
+    if (done_) throw Error(ErrorKind::kFailure, std::string(what) + " after commit or abort on " + where_);
+    if (pending_->aborted) throw Error(ErrorKind::kTargetIo, where_ + ": the upload was aborted (as stale)");
+  }
+
+  std::shared_ptr<MemoryStore> store_;
+  std::string where_;
+  uint64_t id_;
+  std::shared_ptr<MemoryStore::PendingUpload> pending_;
+  bool done_ = false, committed_ = false;
+};
+
+class MemoryTarget : public Target {
+ public:
+  MemoryTarget(std::shared_ptr<MemoryStore> store, MemoryTargetOptions options)
+      : store_(std::move(store)), options_(std::move(options)) {}
+
+  std::string describe() const override { return "memory:" + options_.name; }
+  uint64_t min_part_size() const override { return options_.min_part_size; }
+  size_t read_concurrency() const override { return options_.read_concurrency; }
+
+  std::unique_ptr<Upload> start_upload(const std::string& key) override {
+    auto pending = std::make_shared<MemoryStore::PendingUpload>();
+    pending->key = key;
+    std::lock_guard lock(store_->mu_);
+    const uint64_t id = store_->next_upload_++;
+    store_->uploads_[id] = pending;
+    return std::make_unique<MemoryUpload>(store_, where(key), id, pending);
+  }
+
+  void put(const std::string& key, ByteView data) override {
+    Bytes copy(data.begin(), data.end());
+    std::lock_guard lock(store_->mu_);
+    store_->objects_[key] = std::move(copy);
+  }
+
+  size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) override {
+    std::lock_guard lock(store_->mu_);
+    auto it = store_->objects_.find(key);
+    if (it == store_->objects_.end()) throw Error(ErrorKind::kNotFound, where(key) + ": no such object");
+    const Bytes& data = it->second;
+    if (offset >= data.size()) return 0;
+    const size_t n = std::min<uint64_t>(out.size(), data.size() - offset);
+    std::memcpy(out.data(), data.data() + offset, n);
+    return n;
+  }
+
+  std::optional<ObjectInfo> head(const std::string& key) override {
+    std::lock_guard lock(store_->mu_);
+    auto it = store_->objects_.find(key);
+    if (it == store_->objects_.end()) return std::nullopt;
+    return ObjectInfo{key, it->second.size()};
+  }
+
+  // `fn` runs on a copy of the listing: it may use the target.
+  void list(const std::string& prefix, const std::function<void(const ObjectInfo&)>& fn) override {
+    std::vector<ObjectInfo> found;
+    {
+      std::lock_guard lock(store_->mu_);
+      for (auto it = store_->objects_.lower_bound(prefix);
+           it != store_->objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+        found.push_back({it->first, it->second.size()});
+      }
+    }
+    for (const ObjectInfo& info : found) fn(info);
+  }
+
+  void remove(const std::string& key) override {
+    std::lock_guard lock(store_->mu_);
+    store_->objects_.erase(key);
+  }
+
+  size_t remove_stale_uploads(std::chrono::seconds min_age) override {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(store_->mu_);
+    size_t removed = 0;
+    for (auto it = store_->uploads_.begin(); it != store_->uploads_.end();) {
+      if (now - it->second->started < min_age) {
+        ++it;
+        continue;
+      }
+      it->second->aborted = true;
+      it = store_->uploads_.erase(it);
+      ++removed;
+    }
+    return removed;
+  }
+
+ private:
+  std::string where(const std::string& key) const { return describe() + "/" + key; }
+
+  std::shared_ptr<MemoryStore> store_;
+  MemoryTargetOptions options_;
+};
+
+std::unique_ptr<Target> open_memory_target(std::shared_ptr<MemoryStore> store, MemoryTargetOptions options) {
+  return std::make_unique<MemoryTarget>(std::move(store), std::move(options));
+}
+
+}  // namespace keel::targets::memory
