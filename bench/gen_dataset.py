@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Generate a deterministic backup-benchmark dataset.
 
-The same --seed and --size-gib give a byte-identical tree (the /usr part is
-identical only on machines with the same /usr contents). The mix, by bytes:
+The same --profile, --seed and --size-gib give a byte-identical tree (the /usr
+part is identical only on machines with the same /usr contents). Two profiles:
+"mixed" (gen_mixed.py: most bytes compressible, VM-image clones that dedupe at
+shifted offsets, database pages, real system files) and the kinder default,
+"kind", whose mix, by bytes, is:
 
   sys/    ~30%  real files copied from /usr/share and /usr/lib (sorted walk)
   vm/     ~40%  a few "VM images" (100-500 MiB at full size): zero runs,
@@ -106,9 +109,9 @@ class Dataset:
         self.bytes += size
 
 
-def usr_files():
-    """Regular files under USR_ROOTS in a deterministic (sorted) order."""
-    for top in USR_ROOTS:
+def usr_files(roots=USR_ROOTS):
+    """Regular files under `roots` in a deterministic (sorted) order."""
+    for top in roots:
         for dirpath, dirnames, filenames in os.walk(top):  # unreadable dirs are skipped
             dirnames.sort()
             for name in sorted(filenames):
@@ -209,6 +212,8 @@ def main():
     parser.add_argument("out_dir", help="directory to create (must not exist or be empty)")
     parser.add_argument("--size-gib", type=float, default=2.0, help="total size (default 2.0)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--profile", choices=("kind", "mixed"), default="kind",
+                        help="what the data looks like (default kind; see above)")
     args = parser.parse_args()
 
     if args.size_gib <= 0:
@@ -232,17 +237,22 @@ def main():
         make(dataset, *make_args)
         parts.append((name, dataset.files - files, dataset.bytes - size))
 
-    run_part("sys (copied from /usr)", copy_usr, int(total * 0.30))
-    run_part("vm images", make_vm_images, int(total * 0.40), stream("vm"), text)
-    run_part("media (random)", make_media, int(total * 0.20), stream("media"))
-    run_part("docs (small text)", make_docs, total - dataset.bytes, stream("docs"), text)
+    if args.profile == "mixed":
+        from gen_mixed import make_mixed  # it imports this module's helpers
+        make_mixed(dataset, total, stream, text, run_part)
+    else:
+        run_part("sys (copied from /usr)", copy_usr, int(total * 0.30))
+        run_part("vm images", make_vm_images, int(total * 0.40), stream("vm"), text)
+        run_part("media (random)", make_media, int(total * 0.20), stream("media"))
+        run_part("docs (small text)", make_docs, total - dataset.bytes, stream("docs"), text)
 
     seconds = time.monotonic() - started
     for name, files, size in parts:
         share = 100.0 * size / dataset.bytes if dataset.bytes else 0.0
         print(f"  {name:24s} {files:7d} files {size / MIB:10.1f} MiB {share:5.1f}%")
     print(f"dataset {args.out_dir}: {dataset.files} files, {dataset.bytes} bytes "
-          f"({dataset.bytes / GIB:.3f} GiB), seed {args.seed}, {seconds:.1f} s")
+          f"({dataset.bytes / GIB:.3f} GiB), profile {args.profile}, seed {args.seed}, "
+          f"{seconds:.1f} s")
 
 
 if __name__ == "__main__":

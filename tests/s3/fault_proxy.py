@@ -13,6 +13,8 @@ A rule is MODE[:KEY=VALUE,...]. Modes:
   reset-response  forward, send the response head and half its body, then reset (RST)
   stall           forward, then hold the response for `seconds` before relaying it
   truncate        forward, send fewer body bytes than Content-Length, then close (FIN)
+  corrupt         forward the request with one byte in the middle of its body inverted (a
+                  request with a Content-Length body; others are forwarded unchanged)
 Keys: p=PROBABILITY (seeded PRNG) and/or every=N (the Nth, 2Nth, ... matching request);
 method=PUT|POST and target=SUBSTRING (of the request target, query included) restrict which
 requests a rule sees; limit=N caps how often it fires; seconds=S (stall, default 2, at most 120);
@@ -41,7 +43,7 @@ import tempfile
 import time
 from xml.sax.saxutils import escape
 
-MODES = ("503", "reset-request", "reset-response", "stall", "truncate")
+MODES = ("503", "reset-request", "reset-response", "stall", "truncate", "corrupt")
 # S3 error code -> (reason phrase, message) of the 503 answer
 ERROR_CODES = {"SlowDown": ("Slow Down", "Please reduce your request rate."),
                "ServiceUnavailable": ("Service Unavailable", "Service is unable to handle request.")}
@@ -234,6 +236,23 @@ class Discard:
         pass
 
 
+class FlipOneByte:
+    """A writer that relays to `writer`, inverting the byte at `offset` of what passes through."""
+
+    def __init__(self, writer, offset):
+        self.writer, self.offset, self.seen = writer, offset, 0
+
+    def write(self, data):
+        at = self.offset - self.seen
+        if 0 <= at < len(data):
+            data = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:]
+        self.seen += len(data)
+        self.writer.write(data)
+
+    async def drain(self):
+        await self.writer.drain()
+
+
 async def read_part_of_body(reader, body):
     """Reads about half of a body (one block when its length is unknown) and returns it."""
     if body[0] == "length":
@@ -390,7 +409,10 @@ class Exchange:
         self.uwriter.write(request.raw)
         # the body goes up while the response head is awaited: a 100-continue must reach the
         # client before it sends the body, and an upstream may answer early
-        sending = asyncio.ensure_future(relay_body(self.creader, self.uwriter, body))
+        upward = self.uwriter
+        if mode == "corrupt" and body[0] == "length" and body[1]:
+            upward = FlipOneByte(self.uwriter, body[1] // 2)
+        sending = asyncio.ensure_future(relay_body(self.creader, upward, body))
         try:
             continued = False
             response = await read_head(self.ureader)

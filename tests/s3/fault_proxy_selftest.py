@@ -268,6 +268,24 @@ class FaultProxyTest(unittest.TestCase):
         self.assertLess(timings[1], 5.0)
         self.assertEqual(proxy.stop()["injected"]["stall"], 1)
 
+    def test_corrupt_inverts_one_byte_of_the_request_body(self):
+        proxy = self.start("corrupt:every=2,method=PUT")
+        conn = proxy.connection()
+        payload = os.urandom(300000)
+        replies = []
+        for _ in range(2):
+            conn.request("PUT", "/bucket/key", body=payload)
+            response = conn.getresponse()
+            self.assertEqual(response.status, 200)
+            replies.append(json.loads(response.read()))
+        conn.close()
+        corrupted = bytearray(payload)
+        corrupted[len(payload) // 2] ^= 0xFF
+        self.assertEqual(replies[0]["sha256"], hashlib.sha256(payload).hexdigest())
+        self.assertEqual(replies[1], {"length": len(payload),
+                                      "sha256": hashlib.sha256(corrupted).hexdigest()})
+        self.assertEqual(proxy.stop()["injected"]["corrupt"], 1)
+
     def fault_pattern(self, seed):
         proxy = self.start("503:p=0.5", seed=seed)
         conn = proxy.connection()
