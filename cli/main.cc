@@ -27,6 +27,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"drill", keel::cli::cmd_drill},     {"drills", keel::cli::cmd_drills},
     {"job", keel::cli::cmd_job},         {"scheduler", keel::cli::cmd_scheduler},
     {"gateway", keel::cli::cmd_gateway},
+    {"mount", keel::cli::cmd_mount},
 };
 
 void usage(std::ostream& out) {
@@ -47,6 +48,7 @@ void usage(std::ostream& out) {
          "  scheduler   run jobs on their schedules (a foreground daemon)\n"
          "  key         list, add or remove passwords\n"
          "  catalog     rebuild the local catalog from the repository\n"
+         "  mount       the snapshots as a read-only file tree (FUSE)\n"
          "  gateway     serve an S3-compatible endpoint (--config FILE; docs/gateway.md);\n"
          "              gateway gc --config FILE reclaims what dedupe buckets no longer use\n\n"
          "Run 'keel COMMAND --help' for a command's options. Exit codes: docs/exit-codes.md\n";

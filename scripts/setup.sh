@@ -8,6 +8,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config
   libzstd-dev libxxhash-dev libisal-dev libssl-dev libsqlite3-dev libicu-dev
   libboost-dev libboost-program-options-dev
+  libfuse3-dev fuse3  # keel mount
   # tests and benchmarks
   catch2 libbenchmark-dev python3 attr time
   restic borgbackup
