@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   # build
   g++ cmake ninja-build pkg-config
-  libzstd-dev libxxhash-dev libisal-dev libssl-dev libsqlite3-dev libicu-dev
+  libzstd-dev libxxhash-dev libisal-dev libssl-dev libsqlite3-dev libicu-dev libexpat1-dev
   libboost-dev libboost-program-options-dev
   # tests and benchmarks
   catch2 libbenchmark-dev python3 attr time
