@@ -76,6 +76,17 @@ const std::vector<catalog::Migration> kMigrations = {
     {
         "ALTER TABLE buckets ADD COLUMN mode TEXT NOT NULL DEFAULT 'raw'",
     },
+    // 6: completed uploads remembered for retried completions; each part's
+    // checksum and, per multipart object, its parts' checksums; bucket tags.
+    {
+        "CREATE TABLE completed_uploads(upload_id TEXT PRIMARY KEY, bucket TEXT NOT NULL, key TEXT NOT NULL,"
+        " version_id TEXT NOT NULL, etag TEXT NOT NULL, parts BLOB NOT NULL, completed_ns INTEGER NOT NULL)"
+        " WITHOUT ROWID",
+        "CREATE INDEX completed_uploads_by_age ON completed_uploads(completed_ns)",
+        "ALTER TABLE parts ADD COLUMN checksum TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE objects ADD COLUMN part_checksums BLOB NOT NULL DEFAULT x'00'",
+        "ALTER TABLE buckets ADD COLUMN tags BLOB NOT NULL DEFAULT x'00'",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -203,6 +214,26 @@ void MetadataStore::set_versioning(const std::string& bucket, const std::string&
   s->run();
 }
 
+void MetadataStore::set_object_lock(const std::string& bucket) {
+  StatementScope s(impl_->db.cached("UPDATE buckets SET object_lock = 1 WHERE name = ?"));
+  s->bind_text(1, bucket);
+  s->run();
+}
+
+void MetadataStore::set_bucket_tags(const std::string& bucket, const NameValues& tags) {
+  StatementScope s(impl_->db.cached("UPDATE buckets SET tags = ? WHERE name = ?"));
+  s->bind_blob(1, encode_headers(tags));
+  s->bind_text(2, bucket);
+  s->run();
+}
+
+NameValues MetadataStore::bucket_tags(const std::string& bucket) {
+  StatementScope s(impl_->db.cached("SELECT tags FROM buckets WHERE name = ?"));
+  s->bind_text(1, bucket);
+  if (!s->step()) return {};
+  return decode_headers(s->column_blob(0));
+}
+
 void MetadataStore::set_default_retention(const std::string& bucket, const DefaultRetention& retention) {
   StatementScope s(impl_->db.cached(
       "UPDATE buckets SET default_retention_mode = ?, default_retention_days = ?, default_retention_years = ?"
@@ -239,7 +270,7 @@ constexpr const char* kObjectColumns =
     "o.object_no, o.bucket, o.key, o.size, o.etag, o.modified_ns, o.headers, o.checksum_algorithm, o.checksum,"
     " o.version_id, o.delete_marker,"
     " o.object_no = (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key),"
-    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags";
+    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags, o.part_checksums";
 
 ObjectRecord read_object(Statement& s) {
   ObjectRecord o;
@@ -256,6 +287,7 @@ ObjectRecord read_object(Statement& s) {
   o.latest = s.column_int64(11) != 0;
   o.lock = {s.column_text(12), s.column_int64(13), s.column_int64(14) != 0};
   o.tags = decode_headers(s.column_blob(15));
+  o.part_checksums = decode_headers(s.column_blob(16));
   return o;
 }
 
@@ -274,8 +306,8 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   {
     StatementScope s(db.cached(
         "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum,"
-        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
+        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags, part_checksums)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
     s->bind_text(1, o.bucket);
     s->bind_text(2, o.key);
     s->bind_uint64(3, o.size);
@@ -290,6 +322,7 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
     s->bind_int64(12, o.lock.retain_until_ns);
     s->bind_int64(13, o.lock.legal_hold ? 1 : 0);
     s->bind_blob(14, encode_headers(o.tags));
+    s->bind_blob(15, encode_headers(o.part_checksums));
     s->step();
     number = s->column_int64(0);
   }
@@ -474,20 +507,22 @@ std::optional<std::string> MetadataStore::put_part(const std::string& upload_id,
     if (s->step()) replaced = s->column_text(0);
   }
   StatementScope s(db.cached(
-      "INSERT OR REPLACE INTO parts(upload_id, part_no, size, etag, modified_ns, file) VALUES(?, ?, ?, ?, ?, ?)"));
+      "INSERT OR REPLACE INTO parts(upload_id, part_no, size, etag, modified_ns, file, checksum)"
+      " VALUES(?, ?, ?, ?, ?, ?, ?)"));
   s->bind_text(1, upload_id);
   s->bind_int64(2, p.part_number);
   s->bind_uint64(3, p.size);
   s->bind_text(4, p.etag);
   s->bind_int64(5, p.modified_ns);
   s->bind_text(6, p.file);
+  s->bind_text(7, p.checksum);
   s->run();
   return replaced;
 }
 
 std::vector<PartRecord> MetadataStore::parts(const std::string& upload_id, int after_part, size_t limit) {
   StatementScope s(impl_->db.cached(
-      "SELECT part_no, size, etag, modified_ns, file FROM parts WHERE upload_id = ? AND part_no > ?"
+      "SELECT part_no, size, etag, modified_ns, file, checksum FROM parts WHERE upload_id = ? AND part_no > ?"
       " ORDER BY part_no LIMIT ?"));
   s->bind_text(1, upload_id);
   s->bind_int64(2, after_part);
@@ -495,7 +530,7 @@ std::vector<PartRecord> MetadataStore::parts(const std::string& upload_id, int a
   std::vector<PartRecord> out;
   while (s->step()) {
     out.push_back({static_cast<int>(s->column_int64(0)), s->column_uint64(1), s->column_text(2), s->column_int64(3),
-                   s->column_text(4)});
+                   s->column_text(4), s->column_text(5)});
   }
   return out;
 }
@@ -512,6 +547,34 @@ std::vector<std::string> MetadataStore::delete_upload(const std::string& upload_
   s->bind_text(1, upload_id);
   s->run();
   return files;
+}
+
+void MetadataStore::record_completion(const CompletedUpload& c, int64_t forget_before_ns) {
+  {
+    StatementScope s(impl_->db.cached("DELETE FROM completed_uploads WHERE completed_ns < ?"));
+    s->bind_int64(1, forget_before_ns);
+    s->run();
+  }
+  StatementScope s(impl_->db.cached(
+      "INSERT OR REPLACE INTO completed_uploads(upload_id, bucket, key, version_id, etag, parts, completed_ns)"
+      " VALUES(?, ?, ?, ?, ?, ?, ?)"));
+  s->bind_text(1, c.upload_id);
+  s->bind_text(2, c.bucket);
+  s->bind_text(3, c.key);
+  s->bind_text(4, c.version_id);
+  s->bind_text(5, c.etag);
+  s->bind_blob(6, encode_headers(c.parts));
+  s->bind_int64(7, c.completed_ns);
+  s->run();
+}
+
+std::optional<CompletedUpload> MetadataStore::completed_upload(const std::string& upload_id) {
+  StatementScope s(impl_->db.cached(
+      "SELECT upload_id, bucket, key, version_id, etag, parts, completed_ns FROM completed_uploads WHERE upload_id = ?"));
+  s->bind_text(1, upload_id);
+  if (!s->step()) return std::nullopt;
+  return CompletedUpload{s->column_text(0), s->column_text(1), s->column_text(2), s->column_text(3),
+                         s->column_text(4), decode_headers(s->column_blob(5)), s->column_int64(6)};
 }
 
 uint64_t MetadataStore::bucket_bytes(const std::string& bucket) {

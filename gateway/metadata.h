@@ -70,6 +70,8 @@ struct ObjectRecord {
   std::vector<Segment> segments;
   ObjectLock lock;
   NameValues tags;  // object tagging: (key, value), in the order given
+  // A multipart object's parts' checksums of checksum_algorithm: (part number, base64).
+  NameValues part_checksums;
 };
 
 struct UploadRecord {
@@ -88,6 +90,19 @@ struct PartRecord {
   std::string etag;  // hex MD5
   int64_t modified_ns = 0;
   std::string file;
+  std::string checksum;  // base64 of the upload's checksum algorithm; empty when none
+};
+
+// A completed multipart upload, remembered for a while so that a completion
+// re-sent after a lost response gets the same answer.
+struct CompletedUpload {
+  std::string upload_id;
+  std::string bucket;
+  std::string key;
+  std::string version_id;
+  std::string etag;
+  NameValues parts;  // the completion's list: (part number, ETag)
+  int64_t completed_ns = 0;
 };
 
 class MetadataStore {
@@ -108,6 +123,9 @@ class MetadataStore {
   bool bucket_has_objects_or_uploads(const std::string& name);
   void set_versioning(const std::string& bucket, const std::string& status);
   void set_default_retention(const std::string& bucket, const DefaultRetention& retention);
+  void set_object_lock(const std::string& bucket);  // turns Object Lock on for good
+  void set_bucket_tags(const std::string& bucket, const NameValues& tags);  // empty: none
+  NameValues bucket_tags(const std::string& bucket);
 
   // Object versions. The newest version of a key (the last one put) is its
   // current one. put_object adds the version, replacing the one with the
@@ -149,6 +167,9 @@ class MetadataStore {
   std::vector<PartRecord> parts(const std::string& upload_id, int after_part, size_t limit);
   // Removes the upload and its parts; returns their files.
   std::vector<std::string> delete_upload(const std::string& upload_id);
+  // Remembers a completion and forgets those completed before forget_before_ns.
+  void record_completion(const CompletedUpload& completion, int64_t forget_before_ns);
+  std::optional<CompletedUpload> completed_upload(const std::string& upload_id);
 
   // The bytes all versions in `bucket` hold.
   uint64_t bucket_bytes(const std::string& bucket);

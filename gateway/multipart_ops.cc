@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <map>
 
+#include "gateway/conditional.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/tagging.h"
+#include "util/crc.h"
 #include "util/digest.h"
 #include "util/error.h"
 #include "util/id.h"
@@ -19,12 +21,27 @@ namespace {
 constexpr uint64_t kMaxPartSize = 5ull << 30;
 constexpr uint64_t kMinPartSize = 5ull << 20;  // every part but the last
 constexpr int kMaxPartNumber = 10000;
+// How long a completed upload's answer is kept for a completion sent again.
+constexpr int64_t kCompletionMemoryNs = 24ll * 3600 * 1'000'000'000;
 
 int part_number(const S3Request& request) {
   const std::string text = request.query_value("partNumber").value_or("");
   const uint64_t n = parse_size(text, "partNumber");
   if (n < 1 || n > kMaxPartNumber) throw S3Error("InvalidArgument", "partNumber must be 1 to 10000");
   return static_cast<int>(n);
+}
+
+// "CRC64NVME" for "crc64nvme": how ChecksumAlgorithm names it.
+std::string algorithm_name(const std::string& algorithm) { return checksum_element(algorithm).substr(8); }
+
+// The checksum a part keeps: the upload's algorithm's, which the part must carry, as AWS.
+std::string part_checksum(const UploadRecord& upload, const std::optional<ObjectChecksum>& sent) {
+  if (upload.checksum_algorithm.empty()) return {};
+  if (!sent || sent->algorithm != upload.checksum_algorithm) {
+    throw S3Error("InvalidRequest", "the upload was created with the " + algorithm_name(upload.checksum_algorithm) +
+                                        " checksum algorithm; each part must carry that checksum");
+  }
+  return sent->value;
 }
 
 std::string unquote(std::string etag) {
@@ -52,10 +69,42 @@ namespace {
 // Headers of CreateMultipartUpload that act when the upload completes: kept
 // with the upload's headers, never stored as the object's metadata.
 constexpr std::string_view kOnCompletion[] = {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
-                                              "x-amz-object-lock-legal-hold", "x-amz-tagging"};
+                                              "x-amz-object-lock-legal-hold", "x-amz-tagging", "x-amz-checksum-type"};
 
 bool acts_on_completion(std::string_view name) {
   return std::find(std::begin(kOnCompletion), std::end(kOnCompletion), name) != std::end(kOnCompletion);
+}
+
+std::optional<CrcAlgorithm> crc_algorithm(const std::string& name) {
+  if (name == "crc32") return CrcAlgorithm::kCrc32;
+  if (name == "crc32c") return CrcAlgorithm::kCrc32c;
+  if (name == "crc64nvme") return CrcAlgorithm::kCrc64Nvme;
+  return std::nullopt;
+}
+
+// COMPOSITE (a checksum of the parts' checksums, "-N") or FULL_OBJECT (a CRC
+// of the whole object, combined from the parts'), as the upload was created.
+std::string upload_checksum_type(const UploadRecord& upload) {
+  for (const auto& [name, value] : upload.headers) {
+    if (name == "x-amz-checksum-type") return value;
+  }
+  return upload.checksum_algorithm == "crc64nvme" ? "FULL_OBJECT" : "COMPOSITE";
+}
+
+// The whole object's CRC from its parts' (base64, big-endian) and sizes.
+std::string full_object_crc(CrcAlgorithm algorithm, const std::vector<std::pair<std::string, uint64_t>>& parts) {
+  uint64_t combined = 0;
+  size_t bytes = 4;
+  for (const auto& [checksum, size] : parts) {
+    const Bytes raw = from_base64(checksum);
+    bytes = raw.size();
+    uint64_t value = 0;
+    for (const uint8_t b : raw) value = value << 8 | b;
+    combined = crc_combine(algorithm, combined, value, size);
+  }
+  Bytes out(bytes);
+  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(combined >> (8 * (bytes - 1 - i)));
+  return to_base64(out);
 }
 
 }  // namespace
@@ -72,6 +121,17 @@ Response S3Api::create_upload(const Call& call) {
   UploadRecord upload{Id::random().hex().substr(0, 32), bucket->record.name, call.request.key, call.user.name,
                       now_ns(), std::move(headers), call.request.header("x-amz-checksum-algorithm")};
   for (char& c : upload.checksum_algorithm) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!upload.checksum_algorithm.empty()) checksummer_for(upload.checksum_algorithm);
+  const std::string type = call.request.header("x-amz-checksum-type");
+  if (!type.empty()) {
+    // As AWS: FULL_OBJECT takes a CRC; CRC-64/NVME is FULL_OBJECT only.
+    const bool crc = crc_algorithm(upload.checksum_algorithm).has_value();
+    if (upload.checksum_algorithm.empty() || (type != "COMPOSITE" && type != "FULL_OBJECT") ||
+        (type == "FULL_OBJECT" && !crc) || (type == "COMPOSITE" && upload.checksum_algorithm == "crc64nvme")) {
+      throw S3Error("InvalidRequest", "x-amz-checksum-type " + type + " does not go with the checksum algorithm '" +
+                                          upload.checksum_algorithm + "'");
+    }
+  }
   {
     std::lock_guard lock(mutex_);
     metadata_.create_upload(upload);
@@ -81,7 +141,12 @@ Response S3Api::create_upload(const Call& call) {
       .element("Bucket", upload.bucket)
       .element("Key", upload.key)
       .element("UploadId", upload.upload_id);
-  return xml_response(xml.finish());
+  Response r = xml_response(xml.finish());
+  if (!upload.checksum_algorithm.empty()) {
+    r.headers.emplace_back("x-amz-checksum-algorithm", algorithm_name(upload.checksum_algorithm));
+    r.headers.emplace_back("x-amz-checksum-type", upload_checksum_type(upload));
+  }
+  return r;
 }
 
 std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
@@ -96,7 +161,8 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
         writer->write(data);
       },
       [this, bucket, writer, upload, number](const PayloadChecks& checks) {
-        PartRecord part{number, writer->size(), checks.md5_hex(), now_ns(), writer->commit()};
+        const std::string checksum = part_checksum(upload, checks.checksum());
+        PartRecord part{number, writer->size(), checks.md5_hex(), now_ns(), writer->commit(), checksum};
         std::optional<std::string> replaced;
         bool upload_exists = false;
         {
@@ -138,18 +204,23 @@ Response S3Api::upload_part_copy(const Call& call) {
     if (!object || object->delete_marker) {
       throw S3Error("NoSuchKey", "the copy source '" + source_request.key + "' does not exist");
     }
+    check_copy_source_conditions(call.request, object->etag, object->modified_ns);
     range = {0, object->size};
     if (call.request.has_header("x-amz-copy-source-range")) {
-      auto parsed = parse_range(call.request.header("x-amz-copy-source-range"), object->size);
-      if (!parsed) throw S3Error("InvalidArgument", "x-amz-copy-source-range must be bytes=first-last");
-      range = *parsed;
+      range = parse_copy_source_range(call.request.header("x-amz-copy-source-range"), object->size);
     }
     if (range.length > kMaxPartSize) throw S3Error("EntityTooLarge", "a part is at most 5 GiB");
     source_bytes = from->storage->read(object->segments, range.first, range.length);
   }
   Digest md5(DigestAlgorithm::kMd5);
-  std::string file = copy_bytes(*source_bytes, range.length, *bucket->storage, [&](ByteView data) { md5.update(data); });
-  PartRecord part{number, range.length, to_hex(md5.finish()), now_ns(), std::move(file)};
+  std::optional<Checksummer> checksum;
+  if (!upload.checksum_algorithm.empty()) checksum = checksummer_for(upload.checksum_algorithm);
+  std::string file = copy_bytes(*source_bytes, range.length, *bucket->storage, [&](ByteView data) {
+    md5.update(data);
+    if (checksum) checksum->update(data);
+  });
+  PartRecord part{number, range.length, to_hex(md5.finish()), now_ns(), std::move(file),
+                  checksum ? checksum->base64() : std::string()};
   std::optional<std::string> replaced;
   {
     std::lock_guard lock(mutex_);
@@ -158,49 +229,145 @@ Response S3Api::upload_part_copy(const Call& call) {
   if (replaced) bucket->storage->remove(*replaced);
   XmlWriter xml;
   xml.open("CopyPartResult", kS3Namespace).element("LastModified", iso8601(part.modified_ns)).element("ETag", quoted(part.etag));
-  return xml_response(xml.finish());
+  if (checksum) xml.element(checksum_element(checksum->name()), part.checksum);
+  Response r = xml_response(xml.finish());
+  if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
+  return r;
 }
+
+namespace {
+
+struct RequestedPart {
+  int number = 0;
+  std::string etag;
+  std::string checksum;  // the part's <ChecksumXXX> when the client listed it
+};
+
+std::vector<RequestedPart> requested_parts(const std::string& body, const std::string& algorithm) {
+  const auto tree = read_xml_body(body);
+  const auto root = tree.get_child_optional("CompleteMultipartUpload");
+  if (!root) throw S3Error("MalformedXML", "the body is not a <CompleteMultipartUpload> document");
+  std::vector<RequestedPart> requested;
+  for (const auto& [name, child] : *root) {
+    if (name != "Part") continue;
+    const auto number = child.get_optional<int>("PartNumber");
+    if (!number || !child.get_child_optional("ETag")) {
+      throw S3Error("MalformedXML", "a <Part> needs <PartNumber> and <ETag>");
+    }
+    if (!requested.empty() && *number <= requested.back().number) {
+      throw S3Error("InvalidPartOrder", "the parts must be listed in ascending order of part number");
+    }
+    requested.push_back({*number, unquote(xml_value(child, "ETag")),
+                         algorithm.empty() ? std::string() : xml_value(child, checksum_element(algorithm))});
+  }
+  if (requested.empty()) throw S3Error("MalformedXML", "the upload must name at least one part");
+  return requested;
+}
+
+NameValues completion_list(const std::vector<RequestedPart>& requested) {
+  NameValues list;
+  for (const auto& part : requested) list.emplace_back(std::to_string(part.number), part.etag);
+  return list;
+}
+
+Response completion_response(const ObjectRecord& object, bool versioned) {
+  XmlWriter xml;
+  xml.open("CompleteMultipartUploadResult", kS3Namespace)
+      .element("Location", "/" + object.bucket + "/" + object.key)
+      .element("Bucket", object.bucket)
+      .element("Key", object.key)
+      .element("ETag", quoted(object.etag));
+  if (!object.checksum_algorithm.empty()) {
+    xml.element(checksum_element(object.checksum_algorithm), object.checksum)
+        .element("ChecksumType", checksum_type(object));
+  }
+  Response r = xml_response(xml.finish());
+  add_version_header(r, versioned, object.version_id);
+  return r;
+}
+
+}  // namespace
 
 std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  const UploadRecord upload = upload_for(call, *bucket);
-  return small_body(call, [this, bucket, upload](const std::string& body) {
-    const auto tree = parse_xml(body);
-    const auto root = tree.get_child_optional("CompleteMultipartUpload");
-    if (!root) throw S3Error("MalformedXML", "the body is not a <CompleteMultipartUpload> document");
-    std::vector<std::pair<int, std::string>> requested;
-    for (const auto& [name, child] : *root) {
-      if (name != "Part") continue;
-      const auto number = child.get_optional<int>("PartNumber");
-      const auto etag = child.get_optional<std::string>("ETag");
-      if (!number || !etag) throw S3Error("MalformedXML", "a <Part> needs <PartNumber> and <ETag>");
-      if (!requested.empty() && *number <= requested.back().first) {
-        throw S3Error("InvalidPartOrder", "the parts must be listed in ascending order of part number");
+  const std::string upload_id = call.request.query_value("uploadId").value_or("");
+  std::optional<CompletedUpload> completed;
+  {
+    std::lock_guard lock(mutex_);
+    if (!metadata_.upload(upload_id)) completed = metadata_.completed_upload(upload_id);
+  }
+  if (completed && completed->bucket == bucket->record.name && completed->key == call.request.key) {
+    // A completion sent again (its response was lost): the same answer, when it lists the same parts.
+    return small_body(call, [this, bucket, completed = *completed](const std::string& body) {
+      if (completion_list(requested_parts(body, "")) != completed.parts) {
+        throw S3Error("NoSuchUpload", "the upload '" + completed.upload_id + "' was completed with other parts");
       }
-      requested.emplace_back(*number, unquote(*etag));
-    }
-    if (requested.empty()) throw S3Error("MalformedXML", "the upload must name at least one part");
-
+      std::optional<ObjectRecord> object;
+      bool versioned;
+      {
+        std::lock_guard lock(mutex_);
+        versioned = bucket->record.versioning == "Enabled";
+        object = metadata_.object(completed.bucket, completed.key, completed.version_id);
+      }
+      if (!object || object->etag != completed.etag) {
+        ObjectRecord remembered;
+        remembered.bucket = completed.bucket;
+        remembered.key = completed.key;
+        remembered.etag = completed.etag;
+        remembered.version_id = completed.version_id;
+        object = remembered;
+      }
+      return completion_response(*object, versioned);
+    });
+  }
+  const UploadRecord upload = upload_for(call, *bucket);
+  if (has_write_conditions(call.request)) {
+    std::lock_guard lock(mutex_);
+    check_write_conditions(call.request, metadata_.object(bucket->record.name, upload.key));
+  }
+  return small_body(call, [this, bucket, upload, request = call.request](const std::string& body) {
+    const std::vector<RequestedPart> requested = requested_parts(body, upload.checksum_algorithm);
     ObjectRecord object;
     bool versioned;
     std::vector<std::string> unused;
     {
       std::lock_guard lock(mutex_);
+      if (!metadata_.upload(upload.upload_id)) {
+        throw S3Error("NoSuchUpload", "the upload '" + upload.upload_id + "' was completed or aborted meanwhile");
+      }
+      if (has_write_conditions(request)) {
+        // Checked when the request came; failing now means another write got in between.
+        check_write_conditions(request, metadata_.object(bucket->record.name, upload.key),
+                               "ConditionalRequestConflict");
+      }
       std::map<int, PartRecord> parts;
       for (auto& part : metadata_.parts(upload.upload_id, 0, kMaxPartNumber)) parts[part.part_number] = part;
-      std::string md5s;
+      std::string md5s, checksums;
+      std::vector<std::pair<std::string, uint64_t>> part_crcs;
+      bool all_checksummed = !upload.checksum_algorithm.empty();
       for (size_t i = 0; i < requested.size(); ++i) {
-        const auto it = parts.find(requested[i].first);
-        if (it == parts.end() || it->second.etag != requested[i].second) {
-          throw S3Error("InvalidPart", "part " + std::to_string(requested[i].first) +
+        const auto it = parts.find(requested[i].number);
+        if (it == parts.end() || it->second.etag != requested[i].etag) {
+          throw S3Error("InvalidPart", "part " + std::to_string(requested[i].number) +
                                            " was not uploaded or its ETag does not match");
         }
+        if (!requested[i].checksum.empty() && requested[i].checksum != it->second.checksum) {
+          throw S3Error("InvalidPart", "the " + checksum_element(upload.checksum_algorithm) + " of part " +
+                                           std::to_string(requested[i].number) + " is not the uploaded part's");
+        }
         if (i + 1 < requested.size() && it->second.size < kMinPartSize) {
-          throw S3Error("EntityTooSmall", "part " + std::to_string(requested[i].first) +
+          throw S3Error("EntityTooSmall", "part " + std::to_string(requested[i].number) +
                                               " is smaller than the 5 MiB minimum for all but the last part");
         }
         const Bytes binary = from_hex(it->second.etag);
         md5s.append(as_chars(binary));
+        all_checksummed = all_checksummed && !it->second.checksum.empty();
+        if (!it->second.checksum.empty()) {
+          const Bytes raw = from_base64(it->second.checksum);
+          checksums.append(as_chars(raw));
+          part_crcs.emplace_back(it->second.checksum, it->second.size);
+          object.part_checksums.emplace_back(std::to_string(requested[i].number), it->second.checksum);
+        }
         object.segments.push_back({it->second.file, it->second.size});
         object.size += it->second.size;
         parts.erase(it);
@@ -208,13 +375,31 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       for (const auto& [number, part] : parts) unused.push_back(part.file);
       object.bucket = upload.bucket;
       object.key = upload.key;
-      object.etag = to_hex(md5(as_bytes(md5s))) + "-" + std::to_string(requested.size());
+      const std::string count = "-" + std::to_string(requested.size());
+      object.etag = to_hex(md5(as_bytes(md5s))) + count;
+      if (all_checksummed && upload_checksum_type(upload) == "FULL_OBJECT") {
+        object.checksum_algorithm = upload.checksum_algorithm;
+        object.checksum = full_object_crc(*crc_algorithm(upload.checksum_algorithm), part_crcs);
+        const std::string claimed = request.header("x-amz-checksum-" + upload.checksum_algorithm);
+        if (!claimed.empty() && claimed != object.checksum) {
+          throw S3Error("BadDigest", "the x-amz-checksum-" + upload.checksum_algorithm + " you specified (" + claimed +
+                                         ") is not the parts' combined " + object.checksum);
+        }
+      } else if (all_checksummed) {
+        // S3's composite checksum: the algorithm over the parts' binary checksums, then "-N".
+        Checksummer composite = checksummer_for(upload.checksum_algorithm);
+        composite.update(as_bytes(checksums));
+        object.checksum_algorithm = upload.checksum_algorithm;
+        object.checksum = composite.base64() + count;
+      } else {
+        object.part_checksums.clear();
+      }
       object.modified_ns = now_ns();
       S3Request initiated;  // the lock and tagging headers CreateMultipartUpload carried
       for (const auto& header : upload.headers) {
         (acts_on_completion(header.first) ? initiated.headers : object.headers).push_back(header);
       }
-      versioned = !bucket->record.versioning.empty();
+      versioned = bucket->record.versioning == "Enabled";
       object.lock = lock_for_new_version(initiated, bucket->record, object.modified_ns, false);
       object.tags = parse_tagging_header(initiated.header("x-amz-tagging"));
       object.version_id = version_id_for(bucket->record.versioning);
@@ -222,19 +407,14 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       metadata_.transaction([&] {
         replaced = metadata_.put_object(object);
         metadata_.delete_upload(upload.upload_id);
+        metadata_.record_completion({upload.upload_id, object.bucket, object.key, object.version_id, object.etag,
+                                     completion_list(requested), object.modified_ns},
+                                    object.modified_ns - kCompletionMemoryNs);
       });
       for (const auto& segment : replaced) unused.push_back(segment.file);
     }
     for (const auto& file : unused) bucket->storage->remove(file);
-    XmlWriter xml;
-    xml.open("CompleteMultipartUploadResult", kS3Namespace)
-        .element("Location", "/" + object.bucket + "/" + object.key)
-        .element("Bucket", object.bucket)
-        .element("Key", object.key)
-        .element("ETag", quoted(object.etag));
-    Response r = xml_response(xml.finish());
-    add_version_header(r, versioned, object.version_id);
-    return r;
+    return completion_response(object, versioned);
   });
 }
 
@@ -273,6 +453,10 @@ Response S3Api::list_parts(const Call& call) {
       .element("UploadId", upload.upload_id);
   xml.open("Initiator").element("ID", upload.initiator).element("DisplayName", upload.initiator).close();
   xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+  if (!upload.checksum_algorithm.empty()) {
+    xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))
+        .element("ChecksumType", upload_checksum_type(upload));
+  }
   xml.element("StorageClass", "STANDARD")
       .element("PartNumberMarker", static_cast<uint64_t>(marker))
       .element("NextPartNumberMarker", static_cast<uint64_t>(parts.empty() ? marker : parts.back().part_number))
@@ -283,8 +467,9 @@ Response S3Api::list_parts(const Call& call) {
         .element("PartNumber", static_cast<uint64_t>(part.part_number))
         .element("LastModified", iso8601(part.modified_ns))
         .element("ETag", quoted(part.etag))
-        .element("Size", part.size)
-        .close();
+        .element("Size", part.size);
+    if (!part.checksum.empty()) xml.element(checksum_element(upload.checksum_algorithm), part.checksum);
+    xml.close();
   }
   return xml_response(xml.finish());
 }
@@ -293,6 +478,7 @@ Response S3Api::list_uploads(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
   const S3Request& r = call.request;
   const size_t max_uploads = parse_max(r, "max-uploads", 1000);
+  const ListingRequest encoding{"", "", parse_encoding_type(r)};
   const std::string prefix = r.query_value("prefix").value_or("");
   const std::string key_marker = r.query_value("key-marker").value_or("");
   const std::string id_marker = r.query_value("upload-id-marker").value_or("");
@@ -306,18 +492,24 @@ Response S3Api::list_uploads(const Call& call) {
   XmlWriter xml;
   xml.open("ListMultipartUploadsResult", kS3Namespace)
       .element("Bucket", bucket->record.name)
-      .element("KeyMarker", key_marker)
+      .element("KeyMarker", encoding.encode(key_marker))
       .element("UploadIdMarker", id_marker)
-      .element("NextKeyMarker", uploads.empty() ? key_marker : uploads.back().key)
+      .element("NextKeyMarker", encoding.encode(uploads.empty() ? key_marker : uploads.back().key))
       .element("NextUploadIdMarker", uploads.empty() ? id_marker : uploads.back().upload_id)
-      .element("Prefix", prefix)
+      .element("Prefix", encoding.encode(prefix))
       .element("MaxUploads", static_cast<uint64_t>(max_uploads))
       .element("IsTruncated", truncated);
+  if (encoding.url) xml.element("EncodingType", "url");
   for (const auto& upload : uploads) {
-    xml.open("Upload").element("Key", upload.key).element("UploadId", upload.upload_id);
+    xml.open("Upload").element("Key", encoding.encode(upload.key)).element("UploadId", upload.upload_id);
     xml.open("Initiator").element("ID", upload.initiator).element("DisplayName", upload.initiator).close();
     xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
-    xml.element("StorageClass", "STANDARD").element("Initiated", iso8601(upload.initiated_ns)).close();
+    xml.element("StorageClass", "STANDARD").element("Initiated", iso8601(upload.initiated_ns));
+    if (!upload.checksum_algorithm.empty()) {
+      xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))
+        .element("ChecksumType", upload_checksum_type(upload));
+    }
+    xml.close();
   }
   return xml_response(xml.finish());
 }

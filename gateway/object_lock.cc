@@ -26,12 +26,20 @@ void check_retention_mode(const std::string& mode, std::string_view error_code) 
   }
 }
 
-DefaultRetention make_default_retention(const std::string& mode, int days, int years) {
+DefaultRetention make_default_retention(const std::string& mode, std::optional<int> days, std::optional<int> years) {
   check_retention_mode(mode, "MalformedXML");
-  if ((days > 0) == (years > 0) || days < 0 || years < 0) {
-    throw S3Error("MalformedXML", "a default retention needs a positive <Days> or <Years>, not both");
+  if (days.has_value() == years.has_value()) {
+    throw S3Error("MalformedXML", "a default retention needs <Days> or <Years>, not both");
   }
-  return {mode, days, years};
+  // As AWS: a period must be positive, at most 100 years.
+  constexpr int kMaxDays = 36500, kMaxYears = 100;
+  const int period = days.value_or(years.value_or(0));
+  if (period <= 0 || period > (days ? kMaxDays : kMaxYears)) {
+    throw S3Error("InvalidRetentionPeriod", "the default retention period must be a positive number of days "
+                                            "(at most 36500) or years (at most 100), not " +
+                                                std::to_string(period));
+  }
+  return {mode, days.value_or(0), years.value_or(0)};
 }
 
 bool has_lock_headers(const S3Request& request) {
@@ -93,14 +101,14 @@ void check_deletable(const ObjectLock& lock, bool bypass_governance, int64_t now
 void check_retention_change(const ObjectLock& current, const ObjectLock& requested, bool bypass_governance,
                             int64_t now_ns) {
   if (current.mode.empty() || current.retain_until_ns <= now_ns) return;
-  const bool weaker = requested.mode.empty() || requested.retain_until_ns < current.retain_until_ns ||
-                      (current.mode == "COMPLIANCE" && requested.mode != "COMPLIANCE");
+  // Any change of mode alters the lock (GOVERNANCE to COMPLIANCE too, as AWS has it).
+  const bool weaker = requested.mode != current.mode || requested.retain_until_ns < current.retain_until_ns;
   if (!weaker) return;
   if (current.mode == "COMPLIANCE") {
     throw S3Error("AccessDenied", "COMPLIANCE retention can be extended but not shortened, relaxed or removed");
   }
   if (!bypass_governance) {
-    throw S3Error("AccessDenied", "shortening or removing GOVERNANCE retention needs the bucket's owner with "
+    throw S3Error("AccessDenied", "shortening, removing or changing the mode of GOVERNANCE retention needs the bucket's owner with "
                                   "x-amz-bypass-governance-retention: true");
   }
 }

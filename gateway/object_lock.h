@@ -19,8 +19,9 @@ namespace keel::gateway {
 void check_retention_mode(const std::string& mode, std::string_view error_code);
 
 // A bucket's default as read from <DefaultRetention> fields; throws S3Error
-// MalformedXML unless the mode is valid and exactly one of days and years is positive.
-DefaultRetention make_default_retention(const std::string& mode, int days, int years);
+// MalformedXML unless the mode is valid and exactly one of days and years is
+// given, InvalidRetentionPeriod unless that one is positive (and at most 100 years).
+DefaultRetention make_default_retention(const std::string& mode, std::optional<int> days, std::optional<int> years);
 
 // The lock of a version written now by `request` (x-amz-object-lock-mode,
 // -retain-until-date, -legal-hold) in `bucket`, or its default retention.

@@ -49,19 +49,35 @@ Response S3Api::get_lock_configuration(const Call& call) {
 
 std::unique_ptr<RequestBody> S3Api::put_lock_configuration(const Call& call) {
   const auto bucket = bucket_for(call, Access::kOwner);
-  require_object_lock(bucket->record);
   return small_body(call, [this, bucket](const std::string& body) {
-    const auto tree = parse_xml(body);
+    const auto tree = read_xml_body(body);
     const auto root = tree.get_child_optional("ObjectLockConfiguration");
-    if (!root || root->get("ObjectLockEnabled", "") != "Enabled") {
+    if (!root || xml_value(*root, "ObjectLockEnabled") != "Enabled") {
       throw S3Error("MalformedXML", "the body must be an <ObjectLockConfiguration> with ObjectLockEnabled Enabled");
     }
     DefaultRetention retention;
     if (const auto rule = root->get_child_optional("Rule.DefaultRetention")) {
-      retention = make_default_retention(rule->get("Mode", ""), rule->get("Days", 0), rule->get("Years", 0));
+      const auto period = [&](const char* name) -> std::optional<int> {
+        if (const auto value = rule->get_optional<int>(name)) return *value;
+        return std::nullopt;
+      };
+      retention = make_default_retention(xml_value(*rule, "Mode"), period("Days"), period("Years"));
     }
     std::lock_guard lock(mutex_);
-    metadata_.set_default_retention(bucket->record.name, retention);
+    if (!bucket->record.object_lock) {
+      // As AWS: Object Lock can be turned on for an existing bucket whose versioning is Enabled.
+      if (bucket->record.versioning != "Enabled") {
+        throw S3Error("InvalidBucketState", "versioning must be Enabled on bucket '" + bucket->record.name +
+                                                "' to apply an Object Lock configuration");
+      }
+      metadata_.transaction([&] {
+        metadata_.set_object_lock(bucket->record.name);
+        metadata_.set_default_retention(bucket->record.name, retention);
+      });
+      bucket->record.object_lock = true;
+    } else {
+      metadata_.set_default_retention(bucket->record.name, retention);
+    }
     bucket->record.default_retention = retention;
     return Response{};
   });
@@ -87,11 +103,11 @@ std::unique_ptr<RequestBody> S3Api::put_retention(const Call& call) {
   require_object_lock(bucket->record);
   const ObjectRecord object = target_version(call, *bucket);
   return small_body(call, [this, bucket, bypass, object](const std::string& body) {
-    const auto tree = parse_xml(body);
+    const auto tree = read_xml_body(body);
     const auto root = tree.get_child_optional("Retention");
     if (!root) throw S3Error("MalformedXML", "the body is not a <Retention> document");
-    const std::string mode = root->get("Mode", "");
-    const std::string until = root->get("RetainUntilDate", "");
+    const std::string mode = xml_value(*root, "Mode");
+    const std::string until = xml_value(*root, "RetainUntilDate");
     const int64_t now = now_ns();
     ObjectLock requested;
     if (!mode.empty() || !until.empty()) {
@@ -128,8 +144,8 @@ std::unique_ptr<RequestBody> S3Api::put_legal_hold(const Call& call) {
   require_object_lock(bucket->record);
   const ObjectRecord object = target_version(call, *bucket);
   return small_body(call, [this, bucket, object](const std::string& body) {
-    const auto tree = parse_xml(body);
-    const std::string status = tree.get("LegalHold.Status", "");
+    const auto tree = read_xml_body(body);
+    const std::string status = xml_value(tree, "LegalHold.Status");
     if (status != "ON" && status != "OFF") throw S3Error("MalformedXML", "<LegalHold><Status> must be ON or OFF");
     std::lock_guard lock(mutex_);
     metadata_.transaction([&] {

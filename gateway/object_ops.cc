@@ -1,6 +1,8 @@
 // The object operations of S3Api: put, get (ranges), head, delete, copy.
+#include <algorithm>
 #include <chrono>
 
+#include "gateway/conditional.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
@@ -16,13 +18,34 @@ namespace {
 
 constexpr uint64_t kMaxPutSize = 5ull << 30;  // S3's limit for one PutObject or part
 
+// A header value as HTTP carries it: user metadata with bytes outside ASCII
+// goes out RFC 2047-encoded, as S3 sends it.
+std::string header_value(const std::string& name, const std::string& value) {
+  const bool ascii = std::all_of(value.begin(), value.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  if (ascii || !name.starts_with("x-amz-meta-")) return value;
+  return "=?UTF-8?B?" + to_base64(as_bytes(value)) + "?=";
+}
+
+// The response-* parameters of a GET or HEAD override these headers.
+constexpr std::string_view kOverridable[] = {"content-type",        "content-language", "expires", "cache-control",
+                                             "content-disposition", "content-encoding"};
+
+void apply_response_overrides(Response& r, const S3Request& request) {
+  for (const std::string_view name : kOverridable) {
+    const auto value = request.query_value("response-" + std::string(name));
+    if (!value) continue;
+    std::erase_if(r.headers, [&](const auto& h) { return h.first == name; });
+    r.headers.emplace_back(std::string(name), *value);
+  }
+}
+
 // `ranged`: the response carries part of the object, which the stored
 // whole-object checksum does not describe (S3 leaves it out too).
 void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& request, bool ranged) {
   bool has_type = false;
-  for (const auto& header : o.headers) {
-    has_type = has_type || header.first == "content-type";
-    r.headers.push_back(header);
+  for (const auto& [name, value] : o.headers) {
+    has_type = has_type || name == "content-type";
+    r.headers.emplace_back(name, header_value(name, value));
   }
   if (!has_type) r.headers.emplace_back("content-type", "binary/octet-stream");
   r.headers.emplace_back("etag", quoted(o.etag));
@@ -30,6 +53,7 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
   r.headers.emplace_back("accept-ranges", "bytes");
   if (!ranged && !o.checksum_algorithm.empty() && request.header("x-amz-checksum-mode") == "ENABLED") {
     r.headers.emplace_back("x-amz-checksum-" + o.checksum_algorithm, o.checksum);
+    r.headers.emplace_back("x-amz-checksum-type", checksum_type(o));
   }
   if (!o.lock.mode.empty()) {
     r.headers.emplace_back("x-amz-object-lock-mode", o.lock.mode);
@@ -39,28 +63,24 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
   if (!o.tags.empty()) r.headers.emplace_back("x-amz-tagging-count", std::to_string(o.tags.size()));
 }
 
-// If-Match and If-None-Match against the object's ETag.
-void check_conditions(const S3Request& request, const ObjectRecord& o) {
-  const auto matches = [&](const std::string& list) {
-    return list == "*" || list.find(quoted(o.etag)) != std::string::npos || list == o.etag;
-  };
-  if (request.has_header("if-match") && !matches(request.header("if-match"))) {
-    throw S3Error("PreconditionFailed", "the object's ETag does not match If-Match");
-  }
-}
-
 void add_checksum_header(Response& r, const PayloadChecks& checks) {
   if (checks.checksum()) r.headers.emplace_back("x-amz-checksum-" + checks.checksum()->algorithm, checks.checksum()->value);
 }
 
 }  // namespace
 
-bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object) {
+bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object, const S3Request* conditions) {
   std::vector<Segment> replaced;
   bool versioned;
   {
     std::lock_guard lock(mutex_);
-    versioned = !bucket.record.versioning.empty();
+    if (conditions && has_write_conditions(*conditions)) {
+      // Checked when the request came; failing now means another write got in between.
+      check_write_conditions(*conditions, metadata_.object(bucket.record.name, object.key),
+                             "ConditionalRequestConflict");
+    }
+    // As S3: only an Enabled bucket names the version a write made (Suspended writes the null one, unnamed).
+    versioned = bucket.record.versioning == "Enabled";
     object.version_id = version_id_for(bucket.record.versioning);
     metadata_.transaction([&] { replaced = metadata_.put_object(object); });
   }
@@ -122,6 +142,10 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
   object.headers = stored_headers(call.request);
   object.lock = new_version_lock(call, *bucket, true);
   object.tags = parse_tagging_header(call.request.header("x-amz-tagging"));
+  if (has_write_conditions(call.request)) {
+    std::lock_guard lock(mutex_);
+    check_write_conditions(call.request, metadata_.object(bucket->record.name, object.key));
+  }
   return body_reader(
       call,
       [writer](ByteView data) {
@@ -130,7 +154,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         }
         writer->write(data);
       },
-      [this, bucket, writer, object](const PayloadChecks& checks) mutable {
+      [this, bucket, writer, object, request = call.request](const PayloadChecks& checks) mutable {
         object.size = writer->size();
         object.etag = checks.md5_hex();
         if (checks.checksum()) {
@@ -139,7 +163,13 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         }
         object.modified_ns = now_ns();
         object.segments = {{writer->commit(), object.size}};
-        const bool versioned = commit_object(*bucket, object);
+        bool versioned;
+        try {
+          versioned = commit_object(*bucket, object, &request);
+        } catch (const S3Error&) {
+          bucket->storage->remove(object.segments.front().file);
+          throw;
+        }
         Response r;
         r.headers.emplace_back("etag", quoted(object.etag));
         add_version_header(r, versioned, object.version_id);
@@ -177,34 +207,32 @@ Response S3Api::get_object(const Call& call, bool head) {
   const std::string version_id = call.request.query_value("versionId").value_or("");
   std::optional<ObjectRecord> object;
   bool versioned;
+  int part_number = 0;  // a part was asked for (partNumber) of a multipart object
   Response r;
   {
     std::lock_guard lock(mutex_);
     versioned = !bucket->record.versioning.empty();
     object = metadata_.object(bucket->record.name, call.request.key, version_id);
-    if (!object && !version_id.empty()) {
-      throw S3Error("NoSuchVersion", "the key '" + call.request.key + "' has no version '" + version_id + "'");
-    }
-    if (!object) throw S3Error("NoSuchKey", "the key '" + call.request.key + "' does not exist");
-    if (object->delete_marker) {
-      // The current version is a delete marker (404), or a marker was asked for by id (405).
-      S3Error error = version_id.empty()
-                          ? S3Error("NoSuchKey", "the key '" + call.request.key + "' is deleted")
-                          : S3Error("MethodNotAllowed", "version '" + version_id + "' is a delete marker");
-      error.headers = {{"x-amz-delete-marker", "true"}, {"x-amz-version-id", object->version_id}};
-      throw error;
-    }
-    check_conditions(call.request, *object);
-    if (call.request.has_header("if-none-match")) {
-      const std::string list = call.request.header("if-none-match");
-      if (list == "*" || list.find(quoted(object->etag)) != std::string::npos) {
-        r.status = 304;
-        r.headers.emplace_back("etag", quoted(object->etag));
-        return r;
-      }
+    check_readable(object, call.request.key, version_id);
+    if (!read_conditions_allow(call.request, object->etag, object->modified_ns)) {
+      r.status = 304;
+      r.headers.emplace_back("etag", quoted(object->etag));
+      r.headers.emplace_back("last-modified", http_date(object->modified_ns / 1'000'000'000));
+      return r;
     }
     std::optional<ByteRange> range;
-    if (call.request.has_header("range")) range = parse_range(call.request.header("range"), object->size);
+    if (const auto part = call.request.query_value("partNumber")) {
+      if (call.request.has_header("range")) {
+        throw S3Error("InvalidRequest", "a GET or HEAD takes a Range header or a partNumber, not both");
+      }
+      range = part_range(*object, *part);
+      if (range) {
+        part_number = std::stoi(*part);
+        r.headers.emplace_back("x-amz-mp-parts-count", std::to_string(multipart_parts(*object)));
+      }
+    } else if (call.request.has_header("range")) {
+      range = parse_range(call.request.header("range"), object->size);
+    }
     const ByteRange whole{0, object->size};
     if (range) {
       r.status = 206;
@@ -221,6 +249,14 @@ Response S3Api::get_object(const Call& call, bool head) {
     }
   }
   add_object_headers(r, *object, call.request, r.status == 206);
+  if (part_number > 0 && call.request.header("x-amz-checksum-mode") == "ENABLED") {
+    for (const auto& [number, checksum] : object->part_checksums) {
+      if (number == std::to_string(part_number)) {
+        r.headers.emplace_back("x-amz-checksum-" + object->checksum_algorithm, checksum);
+      }
+    }
+  }
+  apply_response_overrides(r, call.request);
   add_version_header(r, versioned, object->version_id);
   return r;
 }
@@ -264,7 +300,10 @@ Response S3Api::copy_object(const Call& call) {
   {
     std::lock_guard lock(mutex_);
     object = metadata_.object(from->record.name, source.key, source.version_id);
-    if (object && !object->delete_marker) source_bytes = from->storage->read(object->segments, 0, object->size);
+    if (object && !object->delete_marker) {
+      check_copy_source_conditions(call.request, object->etag, object->modified_ns);
+      source_bytes = from->storage->read(object->segments, 0, object->size);
+    }
   }
   if (!source_bytes) {
     throw S3Error("NoSuchKey", "the copy source '" + source.key + "' does not exist");
@@ -290,7 +329,16 @@ Response S3Api::copy_object(const Call& call) {
     throw S3Error("InvalidArgument", "x-amz-tagging-directive must be COPY or REPLACE");
   }
   copy.modified_ns = now_ns();
-  copy.segments = {{copy_bytes(*source_bytes, object->size, *to->storage), object->size}};
+  copy.part_checksums.clear();  // the copy is one segment: no longer in parts
+  if (multipart_parts(*object) > 0) {
+    // As S3: a copy is a new single-part object, its ETag the MD5 of its bytes.
+    copy.checksum_algorithm.clear();
+    copy.checksum.clear();
+  }
+  Digest copy_md5(DigestAlgorithm::kMd5);
+  copy.segments = {{copy_bytes(*source_bytes, object->size, *to->storage, [&](ByteView data) { copy_md5.update(data); }),
+                    object->size}};
+  copy.etag = to_hex(copy_md5.finish());
   const bool versioned = commit_object(*to, copy);
   XmlWriter xml;
   xml.open("CopyObjectResult", kS3Namespace)

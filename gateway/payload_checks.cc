@@ -1,6 +1,7 @@
 #include "gateway/payload_checks.h"
 
 #include <array>
+#include <cctype>
 #include <variant>
 
 #include "gateway/s3_error.h"
@@ -15,35 +16,25 @@ namespace {
 
 constexpr std::string_view kChecksumPrefix = "x-amz-checksum-";
 
-// One of S3's checksum algorithms, computed as the body streams.
-class Checksummer {
- public:
-  static std::optional<Checksummer> make(const std::string& name) {
-    if (name == "crc32") return Checksummer(name, Crc(CrcAlgorithm::kCrc32));
-    if (name == "crc32c") return Checksummer(name, Crc(CrcAlgorithm::kCrc32c));
-    if (name == "crc64nvme") return Checksummer(name, Crc(CrcAlgorithm::kCrc64Nvme));
-    if (name == "sha1") return Checksummer(name, Digest(DigestAlgorithm::kSha1));
-    if (name == "sha256") return Checksummer(name, Digest(DigestAlgorithm::kSha256));
-    return std::nullopt;
-  }
+}  // namespace
 
-  void update(ByteView data) {
-    std::visit([&](auto& algorithm) { algorithm.update(data); }, algorithm_);
-  }
+std::optional<Checksummer> Checksummer::make(const std::string& name) {
+  if (name == "crc32") return Checksummer(name, Crc(CrcAlgorithm::kCrc32));
+  if (name == "crc32c") return Checksummer(name, Crc(CrcAlgorithm::kCrc32c));
+  if (name == "crc64nvme") return Checksummer(name, Crc(CrcAlgorithm::kCrc64Nvme));
+  if (name == "sha1") return Checksummer(name, Digest(DigestAlgorithm::kSha1));
+  if (name == "sha256") return Checksummer(name, Digest(DigestAlgorithm::kSha256));
+  return std::nullopt;
+}
 
-  std::string base64() {
-    if (auto* c = std::get_if<Crc>(&algorithm_)) return to_base64(c->big_endian());
-    return to_base64(std::get<Digest>(algorithm_).finish());
-  }
+void Checksummer::update(ByteView data) {
+  std::visit([&](auto& algorithm) { algorithm.update(data); }, algorithm_);
+}
 
-  const std::string& name() const { return name_; }
-
- private:
-  Checksummer(std::string name, std::variant<Crc, Digest> algorithm)
-      : name_(std::move(name)), algorithm_(std::move(algorithm)) {}
-  std::string name_;
-  std::variant<Crc, Digest> algorithm_;
-};
+std::string Checksummer::base64() {
+  if (auto* c = std::get_if<Crc>(&algorithm_)) return to_base64(c->big_endian());
+  return to_base64(std::get<Digest>(algorithm_).finish());
+}
 
 Checksummer checksummer_for(const std::string& name) {
   auto checksummer = Checksummer::make(name);
@@ -51,7 +42,11 @@ Checksummer checksummer_for(const std::string& name) {
   return std::move(*checksummer);
 }
 
-}  // namespace
+std::string checksum_element(const std::string& algorithm) {
+  std::string name = "Checksum";
+  for (const char c : algorithm) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
 
 struct PayloadChecks::State {
   Digest md5{DigestAlgorithm::kMd5};

@@ -7,12 +7,35 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "gateway/request.h"
 #include "gateway/sigv4_verify.h"
 #include "util/bytes.h"
+#include "util/crc.h"
+#include "util/digest.h"
 
 namespace keel::gateway {
+
+// One of S3's checksum algorithms, computed over a stream.
+class Checksummer {
+ public:
+  // "crc32", "crc32c", "crc64nvme", "sha1", "sha256"; nullopt for others.
+  static std::optional<Checksummer> make(const std::string& name);
+  void update(ByteView data);
+  std::string base64();  // of the big-endian digest, as S3 shows it; once
+  const std::string& name() const { return name_; }
+
+ private:
+  Checksummer(std::string name, std::variant<Crc, Digest> algorithm)
+      : name_(std::move(name)), algorithm_(std::move(algorithm)) {}
+  std::string name_;
+  std::variant<Crc, Digest> algorithm_;
+};
+// As make(), but throws S3Error InvalidRequest for an unknown name.
+Checksummer checksummer_for(const std::string& name);
+// "crc64nvme" -> "ChecksumCRC64NVME", the element S3's XML documents use.
+std::string checksum_element(const std::string& algorithm);
 
 struct ObjectChecksum {
   std::string algorithm;  // "crc32", "crc32c", "crc64nvme", "sha1", "sha256"

@@ -24,8 +24,8 @@ std::string host_without_port(std::string_view host) {
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 25> kUnsupportedSubresources = {
-    "accelerate", "acl", "analytics", "attributes", "cors", "encryption", "intelligent-tiering", "inventory",
+constexpr std::array<std::string_view, 24> kUnsupportedSubresources = {
+    "accelerate", "acl", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
     "lifecycle", "logging", "metrics", "notification", "ownershipControls", "policy",
     "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "select",
     "tagging", "torrent", "website", "session", "renameObject",
@@ -167,6 +167,11 @@ Operation route(const S3Request& r) {
       refuse_unsupported_subresources(r);
       return r.query_value("list-type") == "2" ? Operation::kListObjectsV2 : Operation::kListObjects;
     }
+    if (r.has_query("tagging")) {
+      if (m == "GET") return Operation::kGetBucketTagging;
+      if (m == "PUT") return Operation::kPutBucketTagging;
+      if (m == "DELETE") return Operation::kDeleteBucketTagging;
+    }
     if (m == "POST" && r.has_query("delete")) return Operation::kDeleteObjects;
     if (m == "PUT" && r.has_query("versioning")) return Operation::kPutBucketVersioning;
     if (m == "PUT" && r.has_query("object-lock")) return Operation::kPutObjectLockConfiguration;
@@ -189,6 +194,7 @@ Operation route(const S3Request& r) {
     return m == "GET" ? Operation::kGetObjectLegalHold : Operation::kPutObjectLegalHold;
   }
   if (m == "GET" && r.has_query("uploadId")) return Operation::kListParts;
+  if (m == "GET" && r.has_query("attributes")) return Operation::kGetObjectAttributes;
   if (m == "PUT" && r.has_query("uploadId") && r.has_query("partNumber")) {
     return copy ? Operation::kUploadPartCopy : Operation::kUploadPart;
   }
@@ -215,6 +221,7 @@ bool takes_body(Operation operation) {
     case Operation::kPutObjectRetention:
     case Operation::kPutObjectLegalHold:
     case Operation::kPutObjectTagging:
+    case Operation::kPutBucketTagging:
       return true;
     default:
       return false;
@@ -222,14 +229,14 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 32> kNames = {
+  static constexpr std::array<std::string_view, 36> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
       "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts", "GetBucketVersioning", "PutBucketVersioning",
       "ListObjectVersions", "GetObjectLockConfiguration", "PutObjectLockConfiguration", "GetObjectRetention",
       "PutObjectRetention", "GetObjectLegalHold", "PutObjectLegalHold", "GetObjectTagging", "PutObjectTagging",
-      "DeleteObjectTagging"};
+      "DeleteObjectTagging", "GetObjectAttributes", "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging"};
   return kNames[static_cast<size_t>(operation)];
 }
 

@@ -79,6 +79,10 @@ enum class Operation {
   kGetObjectTagging,
   kPutObjectTagging,
   kDeleteObjectTagging,
+  kGetObjectAttributes,
+  kGetBucketTagging,
+  kPutBucketTagging,
+  kDeleteBucketTagging,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

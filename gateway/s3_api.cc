@@ -230,6 +230,10 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kGetObjectTagging: return respond(get_tagging(call));
     case Operation::kPutObjectTagging: return read_body(put_tagging(call));
     case Operation::kDeleteObjectTagging: return respond(delete_tagging(call));
+    case Operation::kGetObjectAttributes: return respond(object_attributes(call));
+    case Operation::kGetBucketTagging: return respond(get_bucket_tagging(call));
+    case Operation::kPutBucketTagging: return read_body(put_bucket_tagging(call));
+    case Operation::kDeleteBucketTagging: return respond(delete_bucket_tagging(call));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }
@@ -254,15 +258,42 @@ std::unique_ptr<RequestBody> S3Api::small_body(const Call& call, std::function<R
 // --- Buckets -------------------------------------------------------------------
 
 Response S3Api::list_buckets(const Call& call) {
+  const S3Request& r = call.request;
+  const std::string prefix = r.query_value("prefix").value_or("");
+  // Without max-buckets every bucket is listed, as S3 does for clients that never page.
+  constexpr size_t kMaxBuckets = 10000;
+  const size_t max_buckets = r.has_query("max-buckets") ? parse_max(r, "max-buckets", kMaxBuckets) : SIZE_MAX;
+  if (max_buckets == 0) throw S3Error("InvalidArgument", "max-buckets must be 1 to 10000");
+  const auto token = r.query_value("continuation-token");
+  const std::string after = token ? decode_continuation_token(*token) : "";
   XmlWriter xml;
   xml.open("ListAllMyBucketsResult", kS3Namespace);
   xml.open("Owner").element("ID", call.user.name).element("DisplayName", call.user.name).close();
   xml.open("Buckets");
-  std::lock_guard lock(mutex_);
-  for (const auto& [name, bucket] : buckets_) {
-    if (access(*bucket, call.user) == Access::kNone) continue;
-    xml.open("Bucket").element("Name", name).element("CreationDate", iso8601(bucket->record.created_ns)).close();
+  std::string last;
+  bool truncated = false;
+  {
+    std::lock_guard lock(mutex_);
+    size_t listed = 0;
+    for (auto it = buckets_.upper_bound(after); it != buckets_.end(); ++it) {
+      const auto& [name, bucket] = *it;
+      if (!name.starts_with(prefix) || access(*bucket, call.user) == Access::kNone) continue;
+      if (listed == max_buckets) {
+        truncated = true;
+        break;
+      }
+      ++listed;
+      last = name;
+      xml.open("Bucket")
+          .element("Name", name)
+          .element("CreationDate", iso8601(bucket->record.created_ns))
+          .element("BucketRegion", config_.region)
+          .close();
+    }
   }
+  xml.close();
+  if (truncated) xml.element("ContinuationToken", encode_continuation_token(last));
+  if (r.has_query("prefix")) xml.element("Prefix", prefix);
   return xml_response(xml.finish());
 }
 
@@ -275,8 +306,8 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
   return small_body(call, [this, name = call.request.bucket, user = call.user.name,
                            object_lock](const std::string& body) {
     if (!body.empty()) {
-      const auto tree = parse_xml(body);
-      const std::string location = tree.get("CreateBucketConfiguration.LocationConstraint", "");
+      const auto tree = read_xml_body(body);
+      const std::string location = xml_value(tree, "CreateBucketConfiguration.LocationConstraint");
       if (!location.empty() && location != config_.region) {
         throw S3Error("InvalidRequest", "this gateway serves region " + config_.region + ", not " + location);
       }
@@ -411,16 +442,16 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
   const bool bypass = bypasses_governance(call, *bucket);
   return small_body(call, [this, bucket, bypass](const std::string& body) {
-    const auto tree = parse_xml(body);
+    const auto tree = read_xml_body(body);
     const auto root = tree.get_child_optional("Delete");
     if (!root) throw S3Error("MalformedXML", "the body is not a <Delete> document");
-    const bool quiet = root->get("Quiet", "false") == "true";
+    const bool quiet = xml_value(*root, "Quiet", "false") == "true";
     std::vector<std::pair<std::string, std::string>> keys;  // key, version id
     for (const auto& [name, child] : *root) {
       if (name != "Object") continue;
       const auto key = child.get_optional<std::string>("Key");
       if (!key || key->empty()) throw S3Error("MalformedXML", "an <Object> without a <Key>");
-      keys.emplace_back(*key, child.get("VersionId", ""));
+      keys.emplace_back(*key, xml_value(child, "VersionId"));
     }
     if (keys.empty() || keys.size() > kMaxDeleteKeys) {
       throw S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys, not " + std::to_string(keys.size()));

@@ -100,6 +100,10 @@ class S3Api final : public RequestHandler {
   Response get_tagging(const Call& call);
   std::unique_ptr<RequestBody> put_tagging(const Call& call);
   Response delete_tagging(const Call& call);
+  // Bucket tagging.
+  Response get_bucket_tagging(const Call& call);
+  std::unique_ptr<RequestBody> put_bucket_tagging(const Call& call);
+  Response delete_bucket_tagging(const Call& call);
 
   // The version a retention, legal-hold or tagging request names (versionId,
   // or the current one); S3Error NoSuchKey, NoSuchVersion.
@@ -114,6 +118,7 @@ class S3Api final : public RequestHandler {
   Response get_object(const Call& call, bool head);
   Response delete_object(const Call& call);
   Response copy_object(const Call& call);
+  Response object_attributes(const Call& call);  // GetObjectAttributes
   // Veeam SOSAPI's system.xml and capacity.xml, generated for the bucket.
   Response sosapi_object(const Bucket& bucket, SosapiDocument document, bool head);
 
@@ -130,7 +135,9 @@ class S3Api final : public RequestHandler {
   // one as the bucket's versioning has it (sets object.version_id); removes
   // what it replaced. True when the bucket is versioned (then responses name
   // the version).
-  bool commit_object(Bucket& bucket, ObjectRecord& object);
+  // `conditions`: a conditional write's request, checked again at commit
+  // (S3Error ConditionalRequestConflict).
+  bool commit_object(Bucket& bucket, ObjectRecord& object, const S3Request* conditions = nullptr);
   // The lock a version written by this request gets (its headers, or the bucket's default).
   ObjectLock new_version_lock(const Call& call, const Bucket& bucket, bool uploads_body);
   struct Deletion {

@@ -1,7 +1,6 @@
 #include "gateway/s3_api_util.h"
 
 #include <algorithm>
-#include <boost/property_tree/xml_parser.hpp>
 #include <chrono>
 #include <sstream>
 
@@ -32,18 +31,6 @@ void add_version_header(Response& response, bool versioned, const std::string& v
   if (versioned) response.headers.emplace_back("x-amz-version-id", version_id);
 }
 
-boost::property_tree::ptree parse_xml(const std::string& body) {
-  namespace pt = boost::property_tree;
-  std::istringstream in(body);
-  pt::ptree tree;
-  try {
-    pt::read_xml(in, tree, pt::xml_parser::trim_whitespace);
-  } catch (const pt::xml_parser_error& e) {
-    throw S3Error("MalformedXML", "the XML you provided was not well-formed: " + e.message());
-  }
-  return tree;
-}
-
 Response xml_response(std::string document, int status) {
   Response r;
   r.status = status;
@@ -65,6 +52,11 @@ size_t parse_max(const S3Request& request, const std::string& name, size_t defau
   const auto value = request.query_value(name);
   if (!value) return default_and_cap;
   return static_cast<size_t>(std::min<uint64_t>(parse_size(*value, name), default_and_cap));
+}
+
+size_t parse_max_header(const S3Request& request, const std::string& name, size_t default_and_cap) {
+  if (!request.has_header(name)) return default_and_cap;
+  return static_cast<size_t>(std::min<uint64_t>(parse_size(request.header(name), name), default_and_cap));
 }
 
 bool parse_encoding_type(const S3Request& request) {
@@ -98,6 +90,7 @@ ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, cons
                       const ListCursor& after, size_t max_keys) {
   constexpr size_t kBatch = 1000;
   ListingPage page;
+  if (max_keys == 0) return page;  // as S3: nothing listed, and not truncated
   size_t entries = 0;
   ListCursor cursor = after;
   while (true) {
@@ -174,13 +167,82 @@ std::optional<ByteRange> parse_range(const std::string& header, uint64_t size) {
   return ByteRange{*first, end - *first + 1};
 }
 
+ByteRange parse_copy_source_range(const std::string& header, uint64_t size) {
+  const auto invalid = [&] {
+    return S3Error("InvalidArgument", "x-amz-copy-source-range '" + header.substr(0, 80) +
+                                          "' is not bytes=first-last within the source object of size " +
+                                          std::to_string(size));
+  };
+  if (!header.starts_with("bytes=")) throw invalid();
+  const std::string spec = header.substr(6);
+  const size_t dash = spec.find('-');
+  const auto number = [&](const std::string& s) {
+    if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) throw invalid();
+    return std::stoull(s);
+  };
+  if (dash == std::string::npos) throw invalid();
+  const uint64_t first = number(spec.substr(0, dash)), last = number(spec.substr(dash + 1));
+  if (last < first || last >= size) throw invalid();
+  return {first, last - first + 1};
+}
+
+size_t multipart_parts(const ObjectRecord& object) {
+  const size_t dash = object.etag.rfind('-');
+  if (dash == std::string::npos) return 0;
+  const std::string count = object.etag.substr(dash + 1);
+  if (count.empty() || count.size() > 5 || count.find_first_not_of("0123456789") != std::string::npos) return 0;
+  const size_t n = std::stoul(count);
+  return n == object.segments.size() ? n : 0;
+}
+
+std::optional<ByteRange> part_range(const ObjectRecord& object, const std::string& number) {
+  const uint64_t n = parse_size(number, "partNumber");
+  if (n < 1 || n > 10000) throw S3Error("InvalidArgument", "partNumber must be 1 to 10000");
+  const size_t count = multipart_parts(object);
+  if (n > std::max<size_t>(count, 1)) {
+    throw S3Error("InvalidPartNumber", "the object has " + std::to_string(std::max<size_t>(count, 1)) +
+                                           " part(s), not part " + number);
+  }
+  if (count == 0) return std::nullopt;
+  uint64_t offset = 0;
+  for (size_t i = 0; i + 1 < n; ++i) offset += object.segments[i].length;
+  return ByteRange{offset, object.segments[n - 1].length};
+}
+
+std::string checksum_type(const ObjectRecord& object) {
+  const size_t dash = object.checksum.rfind('-');
+  return dash != std::string::npos && dash + 1 < object.checksum.size() &&
+                 object.checksum.find_first_not_of("0123456789", dash + 1) == std::string::npos
+             ? "COMPOSITE"
+             : "FULL_OBJECT";
+}
+
+void check_readable(const std::optional<ObjectRecord>& object, const std::string& key, const std::string& version_id) {
+  if (!object && !version_id.empty()) {
+    throw S3Error("NoSuchVersion", "the key '" + key + "' has no version '" + version_id + "'");
+  }
+  if (!object) throw S3Error("NoSuchKey", "the key '" + key + "' does not exist");
+  if (object->delete_marker) {
+    // The current version is a delete marker (404), or a marker was asked for by id (405).
+    S3Error error = version_id.empty() ? S3Error("NoSuchKey", "the key '" + key + "' is deleted")
+                                       : S3Error("MethodNotAllowed", "version '" + version_id + "' is a delete marker");
+    error.headers = {{"x-amz-delete-marker", "true"}, {"x-amz-version-id", object->version_id}};
+    throw error;
+  }
+}
+
 CopySource parse_copy_source(const std::string& header) {
-  std::string text = percent_decode(header);
+  // The query is split off before decoding: a key may hold "?" (sent as %3F).
+  const size_t q = header.find('?');
+  std::string text = percent_decode(std::string_view(header).substr(0, q));
   std::string version_id;
-  if (const size_t q = text.find("?versionId="); q != std::string::npos) {
-    version_id = text.substr(q + 11);
+  if (q != std::string::npos) {
+    const std::string query = header.substr(q + 1);
+    if (!query.starts_with("versionId=")) {
+      throw S3Error("InvalidArgument", "x-amz-copy-source '" + header + "' takes only a versionId parameter");
+    }
+    version_id = percent_decode(std::string_view(query).substr(10));
     if (version_id.empty()) throw S3Error("InvalidArgument", "x-amz-copy-source has an empty versionId");
-    text.resize(q);
   }
   if (text.starts_with("/")) text.erase(0, 1);
   const size_t slash = text.find('/');
@@ -203,6 +265,11 @@ NameValues stored_headers(const S3Request& request) {
     } else if (std::find(std::begin(kKept), std::end(kKept), name) != std::end(kKept)) {
       out.emplace_back(name, value);
     } else if (name == "content-encoding") {
+      // Kept as sent, less the aws-chunked token that only framed the upload.
+      if (ascii_lower(value).find("aws-chunked") == std::string::npos) {
+        out.emplace_back(name, value);
+        continue;
+      }
       std::string kept;
       std::string_view rest = value;
       while (!rest.empty()) {

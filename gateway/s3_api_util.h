@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
-#include <boost/property_tree/ptree.hpp>
-
 #include "gateway/exchange.h"
 #include "gateway/metadata.h"
 #include "gateway/request.h"
+#include "gateway/xml_reader.h"
 
 namespace keel::gateway {
 
@@ -27,9 +26,6 @@ std::string version_id_for(const std::string& versioning);
 // x-amz-version-id, when the bucket is versioned.
 void add_version_header(Response& response, bool versioned, const std::string& version_id);
 
-// A request's XML body; throws S3Error MalformedXML.
-boost::property_tree::ptree parse_xml(const std::string& body);
-
 Response xml_response(std::string document, int status = 200);
 std::string quoted(const std::string& etag);  // "\"etag\""
 
@@ -37,6 +33,8 @@ std::string quoted(const std::string& etag);  // "\"etag\""
 uint64_t parse_size(const std::string& text, const std::string& what);
 // max-keys and the like: default when absent, capped at the default (S3's 1000).
 size_t parse_max(const S3Request& request, const std::string& name, size_t default_and_cap);
+// The same for a header (x-amz-max-parts).
+size_t parse_max_header(const S3Request& request, const std::string& name, size_t default_and_cap);
 // True for encoding-type=url; throws S3Error InvalidArgument for other values.
 bool parse_encoding_type(const S3Request& request);
 
@@ -86,6 +84,25 @@ struct ByteRange {
 // ignores, such as several ranges). Throws S3Error InvalidRange (416) when
 // the range starts past the end.
 std::optional<ByteRange> parse_range(const std::string& header, uint64_t size);
+
+// x-amz-copy-source-range: "bytes=first-last" within an object of `size`
+// bytes. Throws S3Error InvalidArgument otherwise (a range past the end too, as AWS).
+ByteRange parse_copy_source_range(const std::string& header, uint64_t size);
+
+// A multipart object's part count (its ETag's "-N", each part one segment), 0 for others.
+size_t multipart_parts(const ObjectRecord& object);
+// The bytes of part `number` (a partNumber parameter) of the object; nullopt:
+// the whole object (part 1 of an object not uploaded in parts). Throws
+// S3Error InvalidArgument, InvalidPartNumber (416) past the last part.
+std::optional<ByteRange> part_range(const ObjectRecord& object, const std::string& number);
+// "COMPOSITE" for a multipart object's checksum of checksums ("...-N"), else "FULL_OBJECT".
+std::string checksum_type(const ObjectRecord& object);
+
+// A GET, HEAD or GetObjectAttributes of `object` (the version asked for, or
+// the current one): throws S3Error NoSuchVersion, NoSuchKey (a missing key or
+// a current delete marker) or MethodNotAllowed (a delete marker by id), with
+// the delete marker headers.
+void check_readable(const std::optional<ObjectRecord>& object, const std::string& key, const std::string& version_id);
 
 struct CopySource {
   std::string bucket;

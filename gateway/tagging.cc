@@ -17,9 +17,9 @@ size_t utf8_length(const std::string& text) {
   return count;
 }
 
-NameValues checked(NameValues tags) {
-  if (tags.size() > kMaxTags) {
-    throw S3Error("InvalidTag", "an object takes at most 10 tags, not " + std::to_string(tags.size()));
+NameValues checked(NameValues tags, size_t max_tags = kMaxTags) {
+  if (tags.size() > max_tags) {
+    throw S3Error("InvalidTag", "at most " + std::to_string(max_tags) + " tags, not " + std::to_string(tags.size()));
   }
   std::set<std::string> keys;
   for (const auto& [key, value] : tags) {
@@ -46,7 +46,7 @@ NameValues parse_tagging_header(const std::string& header) {
   return checked(std::move(tags));
 }
 
-NameValues parse_tagging_document(const boost::property_tree::ptree& tree) {
+NameValues parse_tagging_document(const boost::property_tree::ptree& tree, size_t max_tags) {
   const auto set = tree.get_child_optional("Tagging.TagSet");
   if (!set) throw S3Error("MalformedXML", "the body is not a <Tagging> document with a <TagSet>");
   NameValues tags;
@@ -56,7 +56,7 @@ NameValues parse_tagging_document(const boost::property_tree::ptree& tree) {
     if (!key) throw S3Error("MalformedXML", "a <Tag> without a <Key>");
     tags.emplace_back(*key, tag.get("Value", ""));
   }
-  return checked(std::move(tags));
+  return checked(std::move(tags), max_tags);
 }
 
 std::string tagging_document(const NameValues& tags) {

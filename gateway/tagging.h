@@ -12,12 +12,14 @@
 namespace keel::gateway {
 
 inline constexpr size_t kMaxTags = 10;
+inline constexpr size_t kMaxBucketTags = 50;
 
 // "k1=v1&k2=v2", URL-encoded. Throws S3Error InvalidArgument or InvalidTag.
 NameValues parse_tagging_header(const std::string& header);
 // A parsed <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>.
-// Throws S3Error MalformedXML or InvalidTag.
-NameValues parse_tagging_document(const boost::property_tree::ptree& tree);
+// Keys and values are taken verbatim (blanks included). Throws S3Error
+// MalformedXML or InvalidTag (over max_tags, ...).
+NameValues parse_tagging_document(const boost::property_tree::ptree& tree, size_t max_tags = kMaxTags);
 // The <Tagging> document of these tags.
 std::string tagging_document(const NameValues& tags);
 

@@ -22,14 +22,14 @@ Response S3Api::get_versioning(const Call& call) {
 std::unique_ptr<RequestBody> S3Api::put_versioning(const Call& call) {
   const auto bucket = bucket_for(call, Access::kOwner);
   return small_body(call, [this, bucket](const std::string& body) {
-    const auto tree = parse_xml(body);
+    const auto tree = read_xml_body(body);
     const auto root = tree.get_child_optional("VersioningConfiguration");
     if (!root) throw S3Error("MalformedXML", "the body is not a <VersioningConfiguration> document");
-    const std::string status = root->get("Status", "");
+    const std::string status = xml_value(*root, "Status");
     if (status != "Enabled" && status != "Suspended") {
       throw S3Error("MalformedXML", "<Status> must be Enabled or Suspended, not '" + status + "'");
     }
-    if (root->get("MfaDelete", "Disabled") == "Enabled") {
+    if (xml_value(*root, "MfaDelete", "Disabled") == "Enabled") {
       throw S3Error("NotImplemented", "the gateway does not implement MFA delete");
     }
     if (bucket->record.object_lock && status != "Enabled") {

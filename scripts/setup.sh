@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   # build
   g++ cmake ninja-build pkg-config
-  libzstd-dev libxxhash-dev libisal-dev libssl-dev libsqlite3-dev libicu-dev
+  libzstd-dev libxxhash-dev libisal-dev libssl-dev libsqlite3-dev libicu-dev libexpat1-dev
   libboost-dev libboost-program-options-dev
   libfuse3-dev fuse3  # keel mount
   # tests and benchmarks

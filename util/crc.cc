@@ -56,6 +56,26 @@ unsigned width(CrcAlgorithm algorithm) { return algorithm == CrcAlgorithm::kCrc6
 
 uint64_t all_ones(unsigned bits) { return bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
 
+uint64_t reflected_polynomial(CrcAlgorithm algorithm) {
+  switch (algorithm) {
+    case CrcAlgorithm::kCrc32: return 0xEDB88320u;
+    case CrcAlgorithm::kCrc32c: return 0x82F63B78u;
+    case CrcAlgorithm::kCrc64Nvme: return 0x9A6C9329AC4BC9B5ull;
+  }
+  return 0;
+}
+
+// a * b modulo the polynomial, both reflected (the top bit is x^0), as zlib's multmodp.
+uint64_t multiply_modulo(CrcAlgorithm algorithm, uint64_t a, uint64_t b) {
+  const uint64_t polynomial = reflected_polynomial(algorithm);
+  uint64_t product = 0;
+  for (uint64_t bit = uint64_t{1} << (width(algorithm) - 1); bit != 0; bit >>= 1) {
+    if (a & bit) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ polynomial : b >> 1;
+  }
+  return product;
+}
+
 }  // namespace
 
 // state_ is the register (before the final xor) for every algorithm.
@@ -92,6 +112,19 @@ Bytes Crc::big_endian() const {
   Bytes out(bytes);
   for (unsigned i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * (bytes - 1 - i)));
   return out;
+}
+
+uint64_t crc_combine(CrcAlgorithm algorithm, uint64_t crc_a, uint64_t crc_b, uint64_t length_b) {
+  // crc(AB) = crc(A) * x^(8 |B|) + crc(B) modulo the polynomial; the all-ones
+  // initial value and final xor cancel out.
+  const unsigned bits = width(algorithm);
+  uint64_t shift = uint64_t{1} << (bits - 1);  // x^0
+  uint64_t square = uint64_t{1} << (bits - 9);  // x^8
+  for (uint64_t n = length_b; n != 0; n >>= 1) {
+    if (n & 1) shift = multiply_modulo(algorithm, shift, square);
+    square = multiply_modulo(algorithm, square, square);
+  }
+  return multiply_modulo(algorithm, shift, crc_a) ^ crc_b;
 }
 
 uint64_t crc(CrcAlgorithm algorithm, ByteView data) {

@@ -31,4 +31,9 @@ class Crc {
 
 uint64_t crc(CrcAlgorithm algorithm, ByteView data);
 
+// The CRC of A followed by B from crc(A), crc(B) and B's length, without the
+// bytes (zlib's crc32_combine, for any of the three): how a multipart
+// upload's full-object checksum follows from its parts'.
+uint64_t crc_combine(CrcAlgorithm algorithm, uint64_t crc_a, uint64_t crc_b, uint64_t length_b);
+
 }  // namespace keel

@@ -1,6 +1,7 @@
 #include "util/xml.h"
 
 #include <cstdint>
+#include <string>
 
 namespace keel {
 
@@ -15,7 +16,14 @@ std::string xml_escape(std::string_view text) {
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
       case '\r': out += "&#13;"; break;  // a raw CR would be normalised away by the reader
-      default: out += c;
+      case '\n': out += "&#10;"; break;
+      default:
+        // Other control characters as character references, as S3 writes them in keys.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
+          out += "&#" + std::to_string(static_cast<int>(c)) + ";";
+        } else {
+          out += c;
+        }
     }
   }
   return out;

@@ -14,6 +14,7 @@
 #include "gateway/sigv4_verify.h"
 #include "catalog/sqlite.h"
 #include "targets/s3/sigv4.h"
+#include "tests/unit/s3_error_code.h"
 #include "tests/unit/temp_dir.h"
 #include "util/bytes.h"
 #include "util/crc.h"
@@ -22,21 +23,13 @@
 using namespace keel;
 using namespace keel::gateway;
 namespace sigv4 = keel::targets::s3;
+using keel::test::error_code;
 
 namespace {
 
 const std::vector<User> kUsers = {{"example", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
                                   {"other", "AKIDOTHER", "othersecret"}};
 const std::time_t k20130524 = 1369353600;  // 2013-05-24T00:00:00Z
-
-std::string error_code(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const S3Error& e) {
-    return e.code();
-  }
-  return "";
-}
 
 // The AWS documentation's chunked upload: 66560 bytes of 'a' in a 65536-byte and a 1024-byte chunk.
 S3Request chunked_example_request() {
@@ -451,11 +444,16 @@ TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway
   bucket.object_lock = false;
   CHECK(error_code([&] { lock_for_new_version(request, bucket, now, true); }) == "InvalidRequest");
   bucket.object_lock = true;
-  bucket.default_retention = make_default_retention("GOVERNANCE", 2, 0);
+  bucket.default_retention = make_default_retention("GOVERNANCE", 2, std::nullopt);
   const ObjectLock defaulted = lock_for_new_version(S3Request{}, bucket, now, true);
   CHECK(defaulted.mode == "GOVERNANCE");
   CHECK(defaulted.retain_until_ns == now + 2 * 86'400 * kSecond);
   CHECK(error_code([] { make_default_retention("GOVERNANCE", 1, 1); }) == "MalformedXML");
+  CHECK(error_code([] { make_default_retention("GOVERNANCE", std::nullopt, std::nullopt); }) == "MalformedXML");
+  CHECK(error_code([] { make_default_retention("GOVERNANCE", 0, std::nullopt); }) == "InvalidRetentionPeriod");
+  CHECK(error_code([] { make_default_retention("COMPLIANCE", std::nullopt, -1); }) == "InvalidRetentionPeriod");
+  CHECK(error_code([] { make_default_retention("COMPLIANCE", std::nullopt, 101); }) == "InvalidRetentionPeriod");
+  CHECK(error_code([] { make_default_retention("LOOSE", 1, std::nullopt); }) == "MalformedXML");
 
   const ObjectLock compliance{"COMPLIANCE", now + 100 * kSecond, false};
   const ObjectLock governance{"GOVERNANCE", now + 100 * kSecond, false};
@@ -466,6 +464,10 @@ TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway
   CHECK(error_code([&] { check_retention_change(compliance, ObjectLock{}, true, now); }) == "AccessDenied");
   CHECK(error_code([&] { check_retention_change(governance, ObjectLock{}, false, now); }) == "AccessDenied");
   check_retention_change(governance, ObjectLock{}, true, now);
+  // Changing GOVERNANCE to COMPLIANCE alters the lock: it needs the bypass, as AWS.
+  CHECK(error_code([&] { check_retention_change(governance, longer, false, now); }) == "AccessDenied");
+  check_retention_change(governance, longer, true, now);
+  check_retention_change(governance, ObjectLock{"GOVERNANCE", now + 300 * kSecond, false}, false, now);
   check_retention_change(compliance, ObjectLock{}, false, now + 100 * kSecond);  // expired
   CHECK(error_code([&] { check_deletable(compliance, true, now); }) == "AccessDenied");
   CHECK(error_code([&] { check_deletable(governance, false, now); }) == "AccessDenied");

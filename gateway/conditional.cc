@@ -1,0 +1,112 @@
+#include "gateway/conditional.h"
+
+#include <ctime>
+
+#include "gateway/s3_error.h"
+#include "util/text.h"
+
+namespace keel::gateway {
+
+namespace {
+
+// An ETag list ("\"a\", \"b\"", W/ prefixes, or "*") against the object's ETag.
+bool etag_matches(const std::string& list, const std::string& etag) {
+  std::string_view rest = list;
+  while (true) {
+    const size_t comma = rest.find(',');
+    std::string_view item = trim_blanks(rest.substr(0, comma));
+    if (item.starts_with("W/")) item.remove_prefix(2);
+    if (item.size() >= 2 && item.front() == '"' && item.back() == '"') item = item.substr(1, item.size() - 2);
+    if (item == "*" || item == etag) return true;
+    if (comma == std::string_view::npos) return false;
+    rest = rest.substr(comma + 1);
+  }
+}
+
+// The four conditions of one header family, read once.
+struct Conditions {
+  std::optional<std::string> match, none_match;
+  std::optional<int64_t> modified_since, unmodified_since;  // seconds
+
+  Conditions(const S3Request& request, const std::string& prefix) {
+    const auto get = [&](const std::string& name) -> std::optional<std::string> {
+      if (!request.has_header(prefix + name)) return std::nullopt;
+      return request.header(prefix + name);
+    };
+    match = get("if-match");
+    none_match = get("if-none-match");
+    if (const auto date = get("if-modified-since")) modified_since = parse_http_date(*date);
+    if (const auto date = get("if-unmodified-since")) unmodified_since = parse_http_date(*date);
+  }
+};
+
+S3Error precondition_failed(const std::string& what) {
+  return S3Error("PreconditionFailed", "at least one of the preconditions you specified did not hold (" + what + ")");
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_http_date(const std::string& text) {
+  static constexpr const char* kFormats[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                                             "%a %b %e %H:%M:%S %Y"};
+  for (const char* format : kFormats) {
+    std::tm tm{};
+    const char* rest = strptime(text.c_str(), format, &tm);
+    if (rest && *rest == '\0') return static_cast<int64_t>(timegm(&tm));
+  }
+  return std::nullopt;
+}
+
+bool read_conditions_allow(const S3Request& request, const std::string& etag, int64_t modified_ns) {
+  const Conditions c(request, "");
+  const int64_t modified = modified_ns / 1'000'000'000;
+  // As S3: If-Match decides over If-Unmodified-Since, If-None-Match over If-Modified-Since.
+  if (c.match) {
+    if (!etag_matches(*c.match, etag)) throw precondition_failed("If-Match");
+  } else if (c.unmodified_since && modified > *c.unmodified_since) {
+    throw precondition_failed("If-Unmodified-Since");
+  }
+  if (c.none_match) return !etag_matches(*c.none_match, etag);
+  return !(c.modified_since && modified <= *c.modified_since);
+}
+
+void check_copy_source_conditions(const S3Request& request, const std::string& etag, int64_t modified_ns) {
+  const Conditions c(request, "x-amz-copy-source-");
+  const int64_t modified = modified_ns / 1'000'000'000;
+  if (c.match) {
+    if (!etag_matches(*c.match, etag)) throw precondition_failed("x-amz-copy-source-if-match");
+  } else if (c.unmodified_since && modified > *c.unmodified_since) {
+    throw precondition_failed("x-amz-copy-source-if-unmodified-since");
+  }
+  if (c.none_match) {
+    if (etag_matches(*c.none_match, etag)) throw precondition_failed("x-amz-copy-source-if-none-match");
+  } else if (c.modified_since && modified <= *c.modified_since) {
+    throw precondition_failed("x-amz-copy-source-if-modified-since");
+  }
+}
+
+bool has_write_conditions(const S3Request& request) {
+  return request.has_header("if-none-match") || request.has_header("if-match");
+}
+
+void check_write_conditions(const S3Request& request, const std::optional<ObjectRecord>& current,
+                            std::string_view failure) {
+  const bool exists = current && !current->delete_marker;
+  const auto fail = [&](const std::string& what) {
+    return S3Error(failure, "the conditional write failed: " + what);
+  };
+  if (request.has_header("if-none-match")) {
+    if (std::string(trim_blanks(request.header("if-none-match"))) != "*") {
+      throw S3Error("NotImplemented", "a write takes only If-None-Match: *");
+    }
+    if (exists) throw fail("the key '" + request.key + "' exists (If-None-Match: *)");
+  }
+  if (request.has_header("if-match")) {
+    if (!exists) throw S3Error("NoSuchKey", "the key '" + request.key + "' does not exist (If-Match)");
+    if (!etag_matches(request.header("if-match"), current->etag)) {
+      throw fail("the ETag of '" + request.key + "' is not the one in If-Match");
+    }
+  }
+}
+
+}  // namespace keel::gateway

@@ -1,0 +1,39 @@
+// S3's conditional requests: If-Match, If-None-Match, If-Modified-Since and
+// If-Unmodified-Since on GET and HEAD (RFC 7232 as S3 applies it), their
+// x-amz-copy-source-if-* twins on CopyObject and UploadPartCopy, and
+// conditional writes (If-None-Match: * and If-Match on PutObject and
+// CompleteMultipartUpload).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gateway/metadata.h"
+#include "gateway/request.h"
+
+namespace keel::gateway {
+
+// What a GET or HEAD must answer for the object with this ETag (unquoted)
+// and modification time: true to serve it, false for 304 Not Modified.
+// Throws S3Error PreconditionFailed.
+bool read_conditions_allow(const S3Request& request, const std::string& etag, int64_t modified_ns);
+
+// The x-amz-copy-source-if-* headers against the copy source; throws S3Error
+// PreconditionFailed.
+void check_copy_source_conditions(const S3Request& request, const std::string& etag, int64_t modified_ns);
+
+// Whether the request is a conditional write (If-None-Match or If-Match).
+bool has_write_conditions(const S3Request& request);
+// The write's conditions against the key's current version (nullopt or a
+// delete marker: none). Throws S3Error `failure` (PreconditionFailed, or
+// ConditionalRequestConflict when checked again at commit), NoSuchKey for
+// If-Match on a missing key, NotImplemented for If-None-Match other than *.
+void check_write_conditions(const S3Request& request, const std::optional<ObjectRecord>& current,
+                            std::string_view failure = "PreconditionFailed");
+
+// An HTTP date (IMF-fixdate, RFC 850 or asctime) in seconds; nullopt when
+// not one, which S3 then ignores.
+std::optional<int64_t> parse_http_date(const std::string& text);
+
+}  // namespace keel::gateway
