@@ -185,8 +185,8 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       config.api_bucket_repository =
           parse_repository(Section(section, where, std::set<std::string>(kRepositoryKeys.begin(), kRepositoryKeys.end())));
     } else if (section_name.starts_with("user:")) {
-      const Section s(section, where, {"access_key", "secret_key"});
-      User user{section_name.substr(5), s.require("access_key"), s.require("secret_key")};
+      const Section s(section, where, {"access_key", "secret_key", "signature_v2"});
+      User user{section_name.substr(5), s.require("access_key"), s.require("secret_key"), s.flag("signature_v2")};
       if (user.name.empty() || !user_names.insert(user.name).second) s.fail("user", "empty or repeated user name");
       // The access key is part of the credential scope, split on '/'.
       if (user.access_key.find_first_of("/, \t") != std::string::npos) s.fail("access_key", "has '/', ',' or blanks");

@@ -24,6 +24,7 @@ struct User {
   std::string name;
   std::string access_key;
   std::string secret_key;
+  bool signature_v2 = false;  // may sign with AWS Signature Version 2 (older products)
 };
 
 // What a user may do in a bucket. Ordered: each level includes the ones before.

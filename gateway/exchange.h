@@ -47,6 +47,7 @@ struct RequestHead {
   std::string target;
   NameValues headers;  // names lower case
   std::string request_id;
+  std::string client_address;  // the peer's IP address
 };
 
 // The handler's answer to a request head: either a response now, or a body

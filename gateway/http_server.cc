@@ -131,6 +131,8 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
     head.target = std::string(view(request.target()));
     const std::string resource = head.target.substr(0, head.target.find('?'));
     head.request_id = new_request_id();
+    boost::system::error_code peer_error;
+    head.client_address = lowest(stream).socket().remote_endpoint(peer_error).address().to_string();
     const std::string request_id = head.request_id;
     for (const auto& field : request) head.headers.emplace_back(ascii_lower(view(field.name_string())), std::string(view(field.value())));
     bool keep_alive = request.keep_alive();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "gateway/s3_error.h"
 #include "util/text.h"
@@ -24,10 +25,10 @@ std::string host_without_port(std::string_view host) {
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 24> kUnsupportedSubresources = {
-    "accelerate", "acl", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
-    "lifecycle", "logging", "metrics", "notification", "ownershipControls", "policy",
-    "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore", "select",
+constexpr std::array<std::string_view, 20> kUnsupportedSubresources = {
+    "accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
+    "lifecycle", "logging", "metrics", "notification",
+    "policyStatus", "replication", "requestPayment", "restore", "select",
     "tagging", "torrent", "website", "session", "renameObject",
 };
 
@@ -43,6 +44,31 @@ void refuse_unsupported_subresources(const S3Request& request) {
 
 [[noreturn]] void method_not_allowed(const S3Request& request) {
   throw S3Error("MethodNotAllowed", request.method + " is not allowed on " + request.resource());
+}
+
+// ?acl, ?policy, ?ownershipControls and ?publicAccessBlock on a bucket.
+std::optional<Operation> route_bucket_access(const S3Request& r) {
+  struct Subresource {
+    std::string_view name;
+    Operation get, put;
+    std::optional<Operation> remove;  // DELETE (an ACL cannot be deleted)
+  };
+  static constexpr std::array<Subresource, 4> kSubresources = {{
+      {"acl", Operation::kGetBucketAcl, Operation::kPutBucketAcl, std::nullopt},
+      {"policy", Operation::kGetBucketPolicy, Operation::kPutBucketPolicy, Operation::kDeleteBucketPolicy},
+      {"ownershipControls", Operation::kGetBucketOwnershipControls, Operation::kPutBucketOwnershipControls,
+       Operation::kDeleteBucketOwnershipControls},
+      {"publicAccessBlock", Operation::kGetPublicAccessBlock, Operation::kPutPublicAccessBlock,
+       Operation::kDeletePublicAccessBlock},
+  }};
+  for (const auto& s : kSubresources) {
+    if (!r.has_query(s.name)) continue;
+    if (r.method == "GET") return s.get;
+    if (r.method == "PUT") return s.put;
+    if (r.method == "DELETE" && s.remove) return *s.remove;
+    method_not_allowed(r);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -158,6 +184,7 @@ Operation route(const S3Request& r) {
     method_not_allowed(r);
   }
   if (r.key.empty()) {
+    if (const auto access = route_bucket_access(r)) return *access;
     if (m == "GET") {
       if (r.has_query("location")) return Operation::kGetBucketLocation;
       if (r.has_query("uploads")) return Operation::kListMultipartUploads;
@@ -182,6 +209,9 @@ Operation route(const S3Request& r) {
     method_not_allowed(r);
   }
   const bool copy = r.has_header("x-amz-copy-source");
+  if (r.has_query("acl") && (m == "GET" || m == "PUT")) {
+    return m == "GET" ? Operation::kGetObjectAcl : Operation::kPutObjectAcl;
+  }
   if (r.has_query("retention") && (m == "GET" || m == "PUT")) {
     return m == "GET" ? Operation::kGetObjectRetention : Operation::kPutObjectRetention;
   }
@@ -222,6 +252,11 @@ bool takes_body(Operation operation) {
     case Operation::kPutObjectLegalHold:
     case Operation::kPutObjectTagging:
     case Operation::kPutBucketTagging:
+    case Operation::kPutBucketAcl:
+    case Operation::kPutObjectAcl:
+    case Operation::kPutBucketPolicy:
+    case Operation::kPutBucketOwnershipControls:
+    case Operation::kPutPublicAccessBlock:
       return true;
     default:
       return false;
@@ -229,14 +264,17 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 36> kNames = {
+  static constexpr std::array<std::string_view, 49> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
       "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts", "GetBucketVersioning", "PutBucketVersioning",
       "ListObjectVersions", "GetObjectLockConfiguration", "PutObjectLockConfiguration", "GetObjectRetention",
       "PutObjectRetention", "GetObjectLegalHold", "PutObjectLegalHold", "GetObjectTagging", "PutObjectTagging",
-      "DeleteObjectTagging", "GetObjectAttributes", "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging"};
+      "DeleteObjectTagging", "GetObjectAttributes", "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging",
+      "GetBucketAcl", "PutBucketAcl", "GetObjectAcl", "PutObjectAcl", "GetBucketPolicy",
+      "PutBucketPolicy", "DeleteBucketPolicy", "GetBucketOwnershipControls", "PutBucketOwnershipControls",
+      "DeleteBucketOwnershipControls", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock"};
   return kNames[static_cast<size_t>(operation)];
 }
 

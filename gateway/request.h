@@ -23,6 +23,7 @@ struct S3Request {
   NameValues query;       // percent-decoded, in the order received
   NameValues headers;     // names lower case, in the order received
   bool virtual_hosted = false;
+  std::string client_address;  // the peer's IP address, for bucket policies (aws:SourceIp)
 
   // The first header of that (lower-case) name, or "" when absent.
   std::string header(std::string_view name) const;
@@ -83,6 +84,20 @@ enum class Operation {
   kGetBucketTagging,
   kPutBucketTagging,
   kDeleteBucketTagging,
+  // Access control (access_ops.cc).
+  kGetBucketAcl,
+  kPutBucketAcl,
+  kGetObjectAcl,
+  kPutObjectAcl,
+  kGetBucketPolicy,
+  kPutBucketPolicy,
+  kDeleteBucketPolicy,
+  kGetBucketOwnershipControls,
+  kPutBucketOwnershipControls,
+  kDeleteBucketOwnershipControls,
+  kGetPublicAccessBlock,
+  kPutPublicAccessBlock,
+  kDeletePublicAccessBlock,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

@@ -85,7 +85,8 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
     : config_(std::move(config)),
       state_lock_(lock_state(config_)),
       clock_(std::move(clock)),
-      metadata_(config_.state_dir + "/gateway.db") {
+      metadata_(config_.state_dir + "/gateway.db"),
+      access_store_(config_.state_dir + "/access.db") {
   if (config_.api_bucket_repository) open_repository(*config_.api_bucket_repository, "[dedupe]");
   std::set<std::string> configured;
   for (const auto& b : config_.buckets) {
@@ -126,6 +127,7 @@ std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<s
     storage = std::make_shared<RawFiles>(record.path);
   }
   auto bucket = std::make_shared<Bucket>(Bucket{std::move(record), std::move(grants), std::move(storage)});
+  bucket->rules = load_access_rules(bucket->record.name);
   buckets_[bucket->record.name] = bucket;
   return bucket;
 }
@@ -159,29 +161,47 @@ std::shared_ptr<S3Api::Bucket> S3Api::bucket_for(const Call& call, Access needed
     if (it != buckets_.end()) bucket = it->second;
   }
   if (!bucket) throw S3Error("NoSuchBucket", "the bucket '" + call.request.bucket + "' does not exist");
-  if (access(*bucket, call.user) < needed) {
-    throw S3Error("AccessDenied", "user '" + call.user.name + "' may not do this in bucket '" +
-                                      call.request.bucket + "'");
-  }
+  authorize(call, *bucket, needed);
   return bucket;
 }
+
+namespace {
+
+// A CORS preflight is not authenticated; with no CORS configuration (the
+// gateway has none) S3 answers 403, and 400 when it is not even a preflight.
+[[noreturn]] void refuse_preflight(const S3Request& request) {
+  if (!request.has_header("origin")) {
+    throw S3Error("BadRequest", "Insufficient information. Origin request header needed.");
+  }
+  throw S3Error("AccessForbidden", "CORSResponse: CORS is not enabled for this bucket.");
+}
+
+}  // namespace
 
 Exchange S3Api::begin(RequestHead head) {
   std::string resource = head.target.substr(0, head.target.find('?'));
   Exchange failed;
   try {
-    const S3Request request = parse_request(head.method, head.target, std::move(head.headers), config_.domains);
+    S3Request request = parse_request(head.method, head.target, std::move(head.headers), config_.domains);
+    request.client_address = head.client_address;
     resource = request.resource();
+    if (request.method == "OPTIONS") refuse_preflight(request);
     const Authentication auth = authenticate(request, config_.users, clock_());
     const Call call{request, *auth.user, auth};
     const Operation operation = route(request);
     failed.operation = operation_name(operation);
+    if (auth.user == &anonymous_user() &&
+        (operation == Operation::kListBuckets || operation == Operation::kCreateBucket)) {
+      throw S3Error("AccessDenied", "anonymous requests cannot list or create buckets; sign the request");
+    }
+    const std::optional<Acl> acl = requested_acl(call, operation);
     const bool over_rdma = request.has_header(targets::rdma::kTokenHeader) && carries_rdma_payload(operation);
     if (over_rdma && !rdma_) {
       failed.response = rdma_declined("this gateway has no rdma_listen", resource, head.request_id);
       return failed;
     }
     Exchange exchange = dispatch(operation, call);
+    if (acl) exchange = apply_acl_after(std::move(exchange), call, operation, *acl);
     exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
     if (over_rdma) exchange = rdma_->attach(request, auth, operation, std::move(exchange), head.request_id);
@@ -234,6 +254,19 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kGetBucketTagging: return respond(get_bucket_tagging(call));
     case Operation::kPutBucketTagging: return read_body(put_bucket_tagging(call));
     case Operation::kDeleteBucketTagging: return respond(delete_bucket_tagging(call));
+    case Operation::kGetBucketAcl: return respond(get_bucket_acl(call));
+    case Operation::kPutBucketAcl: return read_body(put_bucket_acl(call));
+    case Operation::kGetObjectAcl: return respond(get_object_acl(call));
+    case Operation::kPutObjectAcl: return read_body(put_object_acl(call));
+    case Operation::kGetBucketPolicy: return respond(get_bucket_policy(call));
+    case Operation::kPutBucketPolicy: return read_body(put_bucket_policy(call));
+    case Operation::kDeleteBucketPolicy: return respond(delete_bucket_setting(call, "policy"));
+    case Operation::kGetBucketOwnershipControls: return respond(get_ownership_controls(call));
+    case Operation::kPutBucketOwnershipControls: return read_body(put_ownership_controls(call));
+    case Operation::kDeleteBucketOwnershipControls: return respond(delete_bucket_setting(call, "ownership"));
+    case Operation::kGetPublicAccessBlock: return respond(get_public_access_block(call));
+    case Operation::kPutPublicAccessBlock: return read_body(put_public_access_block(call));
+    case Operation::kDeletePublicAccessBlock: return respond(delete_bucket_setting(call, "public_access_block"));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }
@@ -350,6 +383,7 @@ Response S3Api::delete_bucket(const Call& call) {
       throw S3Error("BucketNotEmpty", "the bucket '" + bucket->record.name + "' is not empty");
     }
     metadata_.delete_bucket(bucket->record.name);
+    access_store_.drop_bucket(bucket->record.name);
     buckets_.erase(bucket->record.name);
   }
   if (bucket->record.mode == bucket_mode_name(BucketMode::kRaw)) {

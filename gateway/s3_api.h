@@ -13,6 +13,8 @@
 #include <string>
 
 #include "engine/chunk_store.h"
+#include "gateway/access_rules.h"
+#include "gateway/access_store.h"
 #include "gateway/bucket_storage.h"
 #include "gateway/config.h"
 #include "gateway/exchange.h"
@@ -52,6 +54,7 @@ class S3Api final : public RequestHandler {
     BucketRecord record;
     std::map<std::string, Access> grants;
     std::shared_ptr<BucketStorage> storage;
+    std::shared_ptr<const BucketAccessRules> rules = std::make_shared<const BucketAccessRules>();  // guarded by mutex_
   };
   struct Call {
     const S3Request& request;
@@ -68,7 +71,7 @@ class S3Api final : public RequestHandler {
   std::unique_ptr<RequestBody> small_body(const Call& call, std::function<Response(const std::string&)> done);
 
   Access access(const Bucket& bucket, const User& user) const;
-  // The bucket, if it exists and the user has `needed` access in it.
+  // The bucket, if it exists and the request is authorised (authorize()).
   std::shared_ptr<Bucket> bucket_for(const Call& call, Access needed);
   std::shared_ptr<Bucket> add_bucket(BucketRecord record, std::map<std::string, Access> grants);
   // The chunk store of a dedupe repository, opened once per location;
@@ -96,6 +99,33 @@ class S3Api final : public RequestHandler {
   std::unique_ptr<RequestBody> put_retention(const Call& call);
   Response get_legal_hold(const Call& call);
   std::unique_ptr<RequestBody> put_legal_hold(const Call& call);
+  // Access control (access_ops.cc). authorize() lets a request through when
+  // the configuration gives the user `needed` access or the bucket policy
+  // allows it, unless the policy denies it; failing those, by the bucket's or
+  // the object's ACL. Throws S3Error AccessDenied.
+  void authorize(const Call& call, const Bucket& bucket, Access needed);
+  std::shared_ptr<const BucketAccessRules> load_access_rules(const std::string& bucket);
+  void store_access_setting(Bucket& bucket, const std::string& name, const std::string& value);
+  Acl object_acl(const Bucket& bucket, const ObjectRecord& object);
+  Acl acl_to_put(const S3Request& request, const Bucket& bucket, const std::string& body);
+  // The ACL that x-amz-acl / x-amz-grant-* ask a write to give what it
+  // creates (checked now: refused ACLs fail the request before it writes).
+  std::optional<Acl> requested_acl(const Call& call, Operation operation);
+  // Gives `acl` to what the operation created once it has succeeded.
+  Exchange apply_acl_after(Exchange exchange, const Call& call, Operation operation, Acl acl);
+  Response get_bucket_acl(const Call& call);
+  std::unique_ptr<RequestBody> put_bucket_acl(const Call& call);
+  Response get_object_acl(const Call& call);
+  std::unique_ptr<RequestBody> put_object_acl(const Call& call);
+  Response get_bucket_policy(const Call& call);
+  std::unique_ptr<RequestBody> put_bucket_policy(const Call& call);
+  Response get_ownership_controls(const Call& call);
+  std::unique_ptr<RequestBody> put_ownership_controls(const Call& call);
+  Response get_public_access_block(const Call& call);
+  std::unique_ptr<RequestBody> put_public_access_block(const Call& call);
+  // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock}.
+  Response delete_bucket_setting(const Call& call, const std::string& name);
+
   // Object tagging.
   Response get_tagging(const Call& call);
   std::unique_ptr<RequestBody> put_tagging(const Call& call);
@@ -155,6 +185,7 @@ class S3Api final : public RequestHandler {
   std::function<std::time_t()> clock_;
   std::mutex mutex_;  // guards metadata_ and buckets_
   MetadataStore metadata_;
+  AccessStore access_store_;  // guarded by mutex_
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
   std::map<std::string, std::shared_ptr<engine::ChunkStore>> repositories_;  // by location; set up at start
   RdmaPlane* rdma_ = nullptr;

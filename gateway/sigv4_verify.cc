@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gateway/s3_error.h"
+#include "gateway/sigv2_verify.h"
 #include "targets/s3/sigv4.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -14,6 +15,16 @@ namespace keel::gateway {
 namespace {
 
 namespace sigv4 = keel::targets::s3;
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  while (true) {
+    const size_t at = text.find(separator);
+    out.emplace_back(text.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    text = text.substr(at + 1);
+  }
+}
 
 constexpr int kMaxPresignSeconds = 7 * 24 * 3600;
 
@@ -33,16 +44,6 @@ struct Claim {
   bool presigned = false;
 };
 
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> out;
-  while (true) {
-    const size_t at = text.find(separator);
-    out.emplace_back(text.substr(0, at));
-    if (at == std::string_view::npos) return out;
-    text = text.substr(at + 1);
-  }
-}
-
 Credential parse_credential(const std::string& text, std::string_view error_code) {
   const auto parts = split(text, '/');
   if (parts.size() != 5 || parts[0].empty() || parts[1].size() != 8 || parts[2].empty() ||
@@ -61,6 +62,22 @@ std::vector<std::string> parse_signed_headers(const std::string& text, std::stri
     throw S3Error(error_code, "SignedHeaders '" + text + "' must be sorted, unique and include host");
   }
   return names;
+}
+
+// x-amz-date, or else the Date header (in ISO 8601 basic or RFC 1123 form),
+// as the timestamp the signature covers.
+std::string request_date(const S3Request& request) {
+  std::string date = request.header("x-amz-date");
+  if (date.empty()) date = request.header("date");
+  if (date.empty()) throw S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header");
+  if (parse_amz_date(date) >= 0) return date;
+  const std::time_t seconds = parse_http_date(date);
+  if (seconds < 0) return date;  // refused by check_time, which names it
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char iso[17];
+  std::strftime(iso, sizeof iso, "%Y%m%dT%H%M%SZ", &tm);
+  return iso;
 }
 
 Claim header_claim(const S3Request& request, const std::string& authorization) {
@@ -86,8 +103,7 @@ Claim header_claim(const S3Request& request, const std::string& authorization) {
   }
   claim.credential = parse_credential(credential, kMalformed);
   claim.signed_headers = parse_signed_headers(signed_headers, kMalformed);
-  claim.amz_date = request.header("x-amz-date");
-  if (claim.amz_date.empty()) throw S3Error("AccessDenied", "a signed request needs an x-amz-date header");
+  claim.amz_date = request_date(request);
   return claim;
 }
 
@@ -152,6 +168,11 @@ bool same(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+const User& anonymous_user() {
+  static const User kAnonymous;
+  return kAnonymous;
+}
+
 std::time_t parse_amz_date(std::string_view text) {
   if (text.size() != 16 || text[8] != 'T' || text[15] != 'Z') return -1;
   const auto number = [&](size_t at, size_t length) {
@@ -177,16 +198,25 @@ std::time_t parse_amz_date(std::string_view text) {
 }
 
 Authentication authenticate(const S3Request& request, const std::vector<User>& users, std::time_t now) {
+  if (signed_with_v2(request)) return authenticate_v2(request, users, now);
   const std::string authorization = request.header("authorization");
   Claim claim;
   if (!authorization.empty()) {
     claim = header_claim(request, authorization);
   } else if (request.has_query("X-Amz-Signature") || request.has_query("X-Amz-Credential")) {
     claim = query_claim(request);
-  } else if (request.has_query("Signature") || request.has_query("AWSAccessKeyId")) {
-    throw S3Error("AccessDenied", "AWS Signature Version 2 is not accepted; sign with Version 4");
   } else {
-    throw S3Error("AccessDenied", "anonymous requests are not allowed; sign the request with an access key");
+    Authentication anonymous;
+    anonymous.user = &anonymous_user();
+    const std::string hash = request.header("x-amz-content-sha256");
+    if (!hash.empty()) {
+      anonymous.payload = payload_kind(hash);
+      if (anonymous.payload == PayloadKind::kSignedHash) anonymous.payload_sha256 = hash;
+      if (anonymous.payload != PayloadKind::kSignedHash && anonymous.payload != PayloadKind::kUnsigned) {
+        throw S3Error("InvalidRequest", "an anonymous request cannot carry an aws-chunked body");
+      }
+    }
+    return anonymous;
   }
 
   const auto user = std::find_if(users.begin(), users.end(),

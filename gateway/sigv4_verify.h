@@ -40,11 +40,17 @@ struct Authentication {
   std::vector<std::string> signed_headers;  // lower case, as the signature lists them
 };
 
+// Who an unsigned request acts as: a user without name or keys, whom only
+// ACLs and bucket policies can grant anything.
+const User& anonymous_user();
+
 // Requests are refused when their date is further than this from the clock
 // (and presigned URLs once X-Amz-Expires has passed).
 inline constexpr std::time_t kMaxClockSkewSeconds = 15 * 60;
 
-// Throws S3Error: AccessDenied (no or unsupported credentials, expired URL),
+// An unsigned request is anonymous_user()'s (UNSIGNED-PAYLOAD, or a hex
+// x-amz-content-sha256 that the body must match). Version 2 signatures go to
+// sigv2_verify.h. Throws S3Error: AccessDenied (unsupported credentials, expired URL),
 // InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed,
 // AuthorizationHeaderMalformed, AuthorizationQueryParametersError,
 // InvalidArgument (bad x-amz-content-sha256).

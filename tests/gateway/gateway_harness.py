@@ -29,8 +29,9 @@ class Gateway:
     dedupe=True, buckets created through the API are dedupe buckets in a
     fresh keel repository (self.repo)."""
 
-    def __init__(self, dedupe=False, rdma_listen=None):
-        """`rdma_listen`: serve the RDMA data plane there too (an address on an RDMA device)."""
+    def __init__(self, dedupe=False, rdma_listen=None, extra_config=""):
+        """`rdma_listen`: serve the RDMA data plane there too (an address on an RDMA device).
+        `extra_config`: more sections (users, buckets) appended to the configuration."""
         self.dir = tempfile.mkdtemp(prefix="keel-gateway-")
         self.cert = os.path.join(self.dir, "cert.pem")
         key = os.path.join(self.dir, "key.pem")
@@ -43,7 +44,8 @@ class Gateway:
         config = (f"[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_certificate = {self.cert}\n"
                   f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n{rdma}\n{users}"
                   f"[bucket:shared]\nowner = alice\ngrants = bob:read\npath = {state}/configured/shared\n\n"
-                  f"[bucket:alice-private]\nowner = alice\npath = {state}/configured/alice-private\n")
+                  f"[bucket:alice-private]\nowner = alice\npath = {state}/configured/alice-private\n\n"
+                  + extra_config)
         if dedupe:
             self.repo = os.path.join(self.dir, "repo")
             password = os.path.join(self.dir, "password")

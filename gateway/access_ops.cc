@@ -1,0 +1,434 @@
+// Access control of S3Api: authorisation of each request by the
+// configuration's grants, the bucket policy and the ACLs; the ACL, policy,
+// ownership-controls and public-access-block operations; the ACL a write
+// asks for with x-amz-acl or x-amz-grant-* headers.
+#include <boost/property_tree/ptree.hpp>
+
+#include "gateway/access_rules.h"
+#include "gateway/s3_api.h"
+#include "gateway/s3_api_util.h"
+#include "util/error.h"
+#include "util/xml.h"
+
+namespace keel::gateway {
+
+namespace {
+
+constexpr std::string_view kXmlns = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+// Which ACL permission, on the bucket or on the object, lets a request through.
+enum class AclNeed { kNone, kBucket, kObject };
+struct AclPermission {
+  AclNeed on = AclNeed::kNone;
+  Permission permission = Permission::kRead;
+};
+
+AclPermission acl_permission(Operation operation) {
+  switch (operation) {
+    case Operation::kHeadBucket:
+    case Operation::kGetBucketLocation:
+    case Operation::kListObjects:
+    case Operation::kListObjectsV2:
+    case Operation::kListObjectVersions:
+    case Operation::kListMultipartUploads:
+      return {AclNeed::kBucket, Permission::kRead};
+    case Operation::kPutObject:
+    case Operation::kCopyObject:
+    case Operation::kDeleteObject:
+    case Operation::kDeleteObjects:
+    case Operation::kCreateMultipartUpload:
+    case Operation::kUploadPart:
+    case Operation::kUploadPartCopy:
+    case Operation::kCompleteMultipartUpload:
+    case Operation::kAbortMultipartUpload:
+    case Operation::kListParts:
+      return {AclNeed::kBucket, Permission::kWrite};
+    case Operation::kGetBucketAcl: return {AclNeed::kBucket, Permission::kReadAcp};
+    case Operation::kPutBucketAcl: return {AclNeed::kBucket, Permission::kWriteAcp};
+    case Operation::kGetObject:
+    case Operation::kHeadObject:
+      return {AclNeed::kObject, Permission::kRead};
+    case Operation::kGetObjectAcl: return {AclNeed::kObject, Permission::kReadAcp};
+    case Operation::kPutObjectAcl: return {AclNeed::kObject, Permission::kWriteAcp};
+    default:
+      return {};
+  }
+}
+
+bool is_policy_operation(Operation operation) {
+  return operation == Operation::kGetBucketPolicy || operation == Operation::kPutBucketPolicy ||
+         operation == Operation::kDeleteBucketPolicy;
+}
+
+// Operations whose new object (or bucket) takes the ACL of x-amz-acl / x-amz-grant-*.
+bool writes_with_acl(Operation operation) {
+  return operation == Operation::kPutObject || operation == Operation::kCopyObject ||
+         operation == Operation::kCompleteMultipartUpload || operation == Operation::kCreateBucket;
+}
+
+std::string encode_block(const PublicAccessBlock& b) {
+  std::string out;
+  for (bool flag : {b.block_public_acls, b.ignore_public_acls, b.block_public_policy, b.restrict_public_buckets}) {
+    out += flag ? '1' : '0';
+  }
+  return out;
+}
+
+PublicAccessBlock decode_block(const std::string& text) {
+  const auto at = [&](size_t i) { return i < text.size() && text[i] == '1'; };
+  return {at(0), at(1), at(2), at(3)};
+}
+
+constexpr std::array<std::string_view, 4> kBlockNames = {"BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy",
+                                                         "RestrictPublicBuckets"};
+
+// A body that runs `after` once the operation it wraps has answered 200.
+class ThenBody final : public RequestBody {
+ public:
+  ThenBody(std::unique_ptr<RequestBody> inner, std::function<void(const Response&)> after)
+      : inner_(std::move(inner)), after_(std::move(after)) {}
+  void write(ByteView data) override { inner_->write(data); }
+  Response finish() override {
+    Response response = inner_->finish();
+    if (response.status == 200) after_(response);
+    return response;
+  }
+
+ private:
+  std::unique_ptr<RequestBody> inner_;
+  std::function<void(const Response&)> after_;
+};
+
+std::string header_of(const Response& response, std::string_view name) {
+  for (const auto& [n, v] : response.headers) {
+    if (n == name) return v;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::shared_ptr<const BucketAccessRules> S3Api::load_access_rules(const std::string& bucket) {
+  auto rules = std::make_shared<BucketAccessRules>();
+  if (const std::string acl = access_store_.setting(bucket, "acl"); !acl.empty()) rules->acl = decode_acl(acl);
+  rules->policy_json = access_store_.setting(bucket, "policy");
+  if (!rules->policy_json.empty()) {
+    try {
+      rules->policy = BucketPolicy::parse(rules->policy_json, bucket, config_.users);
+    } catch (const S3Error& e) {
+      throw Error(ErrorKind::kUsage, "the policy of bucket '" + bucket + "' no longer holds (" + e.what() +
+                                         "): restore the user it names, or delete the policy");
+    }
+  }
+  rules->ownership = access_store_.setting(bucket, "ownership");
+  if (const std::string block = access_store_.setting(bucket, "public_access_block"); !block.empty()) {
+    rules->public_access_block = decode_block(block);
+  }
+  return rules;
+}
+
+void S3Api::store_access_setting(Bucket& bucket, const std::string& name, const std::string& value) {
+  std::lock_guard lock(mutex_);
+  access_store_.set_setting(bucket.record.name, name, value);
+  bucket.rules = load_access_rules(bucket.record.name);
+}
+
+Acl S3Api::object_acl(const Bucket& bucket, const ObjectRecord& object) {
+  std::optional<std::string> stored;
+  {
+    std::lock_guard lock(mutex_);
+    stored = access_store_.object_acl(bucket.record.name, object.key, object.version_id, object.modified_ns);
+  }
+  return stored ? decode_acl(*stored) : canned_acl("private", bucket.record.owner, bucket.record.owner);
+}
+
+void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
+  const Access level = access(bucket, call.user);
+  std::shared_ptr<const BucketAccessRules> rules;
+  {
+    std::lock_guard lock(mutex_);
+    rules = bucket.rules;
+  }
+  if (level >= needed && !rules->policy) return;  // the common case, kept cheap
+  Operation operation = route(call.request);
+  // The source of a copy is read.
+  if ((operation == Operation::kCopyObject || operation == Operation::kUploadPartCopy) && needed == Access::kRead) {
+    operation = Operation::kGetObject;
+  }
+  const S3Request& r = call.request;
+  const PublicAccessBlock block = rules->block();
+  const auto policy_says = [&](Operation as, const std::string& key) {
+    if (!rules->policy) return PolicyEffect::kNone;
+    const PolicyRequest question{policy_action(as), "arn:aws:s3:::" + bucket.record.name + (key.empty() ? "" : "/" + key),
+                                 call.user.name, r.client_address, r.has_query("prefix"),
+                                 r.query_value("prefix").value_or("")};
+    const PolicyEffect effect = rules->policy->evaluate(question);
+    // RestrictPublicBuckets: a public policy grants nothing to those the configuration does not name.
+    if (effect == PolicyEffect::kAllow && block.restrict_public_buckets && rules->policy->is_public() &&
+        level == Access::kNone) {
+      return PolicyEffect::kNone;
+    }
+    return effect;
+  };
+  const PolicyEffect effect = policy_says(operation, r.key);
+  if (effect == PolicyEffect::kDeny && !(level == Access::kOwner && is_policy_operation(operation))) {
+    throw S3Error("AccessDenied", "the bucket policy of '" + bucket.record.name + "' denies this request");
+  }
+  const AclPermission wanted = acl_permission(operation);
+  const bool acls = !rules->acls_disabled();
+  const Acl bucket_acl = rules->acl.value_or(canned_acl("private", bucket.record.owner, bucket.record.owner));
+  const bool ignore_public = block.ignore_public_acls;
+  // Reading an object that someone is allowed to read only by a policy or ACL: S3 tells
+  // those who may also list the bucket that the key is missing (404), others 403.
+  if (wanted.on == AclNeed::kObject && level < Access::kRead) {
+    std::optional<ObjectRecord> object;
+    {
+      std::lock_guard lock(mutex_);
+      object = metadata_.object(bucket.record.name, r.key, r.query_value("versionId").value_or(""));
+    }
+    if (object && !object->delete_marker) {
+      if (effect == PolicyEffect::kAllow ||
+          (acls && acl_allows(object_acl(bucket, *object), call.user.name, wanted.permission, ignore_public))) {
+        return;
+      }
+    } else if ((acls && acl_allows(bucket_acl, call.user.name, Permission::kRead, ignore_public)) ||
+               policy_says(Operation::kListObjects, "") == PolicyEffect::kAllow) {
+      return;
+    }
+  } else {
+    if (level >= needed || effect == PolicyEffect::kAllow) return;
+    if (acls && wanted.on == AclNeed::kBucket &&
+        acl_allows(bucket_acl, call.user.name, wanted.permission, ignore_public)) {
+      return;
+    }
+  }
+  throw S3Error("AccessDenied", call.user.name.empty()
+                                    ? "anonymous requests may not do this in bucket '" + bucket.record.name + "'"
+                                    : "user '" + call.user.name + "' may not do this in bucket '" +
+                                          bucket.record.name + "'");
+}
+
+std::optional<Acl> S3Api::requested_acl(const Call& call, Operation operation) {
+  if (!writes_with_acl(operation) && operation != Operation::kCreateMultipartUpload) return std::nullopt;
+  const S3Request& r = call.request;
+  std::shared_ptr<const BucketAccessRules> rules = std::make_shared<BucketAccessRules>();
+  std::string bucket_owner = call.user.name;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = buckets_.find(r.bucket);
+    if (it != buckets_.end()) {
+      rules = it->second->rules;
+      bucket_owner = it->second->record.owner;
+    } else if (operation != Operation::kCreateBucket) {
+      return std::nullopt;  // the operation answers NoSuchBucket
+    }
+  }
+  const RequestedAcl requested = acl_from_headers(r, bucket_owner, bucket_owner, config_.users);
+  if (!requested.given) return std::nullopt;
+  if (rules->acls_disabled() && r.header("x-amz-acl") != "bucket-owner-full-control" &&
+      r.header("x-amz-acl") != "private") {
+    throw S3Error("AccessControlListNotSupported", "the bucket does not allow ACLs (BucketOwnerEnforced)");
+  }
+  if (rules->block().block_public_acls && acl_is_public(requested.acl)) {
+    throw S3Error("AccessDenied", "the bucket's public access block refuses public ACLs");
+  }
+  if (operation == Operation::kCreateMultipartUpload && acl_is_public(requested.acl)) {
+    throw S3Error("NotImplemented", "set a public ACL with PutObjectAcl once the upload is complete");
+  }
+  if (operation == Operation::kCreateMultipartUpload || rules->acls_disabled()) return std::nullopt;
+  return requested.acl;
+}
+
+Exchange S3Api::apply_acl_after(Exchange exchange, const Call& call, Operation operation, Acl acl) {
+  auto after = [this, bucket_name = call.request.bucket, key = call.request.key, operation,
+                acl = std::move(acl)](const Response& response) {
+    std::shared_ptr<Bucket> bucket;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = buckets_.find(bucket_name);
+      if (it == buckets_.end()) return;
+      bucket = it->second;
+    }
+    if (operation == Operation::kCreateBucket) {
+      store_access_setting(*bucket, "acl", encode_acl(acl));
+      return;
+    }
+    const std::string version = header_of(response, "x-amz-version-id");
+    std::lock_guard lock(mutex_);
+    const auto object = metadata_.object(bucket_name, key, version);
+    if (object) access_store_.set_object_acl(bucket_name, key, object->version_id, object->modified_ns, encode_acl(acl));
+  };
+  if (exchange.body) {
+    exchange.body = std::make_unique<ThenBody>(std::move(exchange.body), std::move(after));
+  } else if (exchange.response.status == 200) {
+    after(exchange.response);
+  }
+  return exchange;
+}
+
+Response S3Api::get_bucket_acl(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  std::lock_guard lock(mutex_);
+  const auto& rules = *bucket->rules;
+  const Acl owner_only = canned_acl("private", bucket->record.owner, bucket->record.owner);
+  return xml_response(acl_document(rules.acls_disabled() ? owner_only : rules.acl.value_or(owner_only)));
+}
+
+// The ACL a PutBucketAcl or PutObjectAcl sets: from headers or the body, checked against the bucket's rules.
+Acl S3Api::acl_to_put(const S3Request& request, const Bucket& bucket, const std::string& body) {
+  std::shared_ptr<const BucketAccessRules> rules;
+  {
+    std::lock_guard lock(mutex_);
+    rules = bucket.rules;
+  }
+  const RequestedAcl from_headers = acl_from_headers(request, bucket.record.owner, bucket.record.owner, config_.users);
+  if (from_headers.given && !body.empty()) {
+    throw S3Error("UnexpectedContent", "give the ACL in headers or in the body, not both");
+  }
+  if (!from_headers.given && body.empty()) throw S3Error("MalformedACLError", "the request names no ACL");
+  Acl acl = from_headers.given ? from_headers.acl : parse_acl_document(body, config_.users);
+  if (rules->acls_disabled() && acl != canned_acl("private", acl.owner, acl.owner)) {
+    throw S3Error("AccessControlListNotSupported", "the bucket does not allow ACLs (BucketOwnerEnforced)");
+  }
+  if (rules->block().block_public_acls && acl_is_public(acl)) {
+    throw S3Error("AccessDenied", "the bucket's public access block refuses public ACLs");
+  }
+  return acl;
+}
+
+std::unique_ptr<RequestBody> S3Api::put_bucket_acl(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  return small_body(call, [this, bucket, request = call.request](const std::string& body) {
+    store_access_setting(*bucket, "acl", encode_acl(acl_to_put(request, *bucket, body)));
+    return Response{};
+  });
+}
+
+Response S3Api::get_object_acl(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kRead);
+  const ObjectRecord version = target_version(call, *bucket);
+  bool disabled;
+  {
+    std::lock_guard lock(mutex_);
+    disabled = bucket->rules->acls_disabled();
+  }
+  Response r = xml_response(acl_document(disabled ? canned_acl("private", bucket->record.owner, bucket->record.owner)
+                                                  : object_acl(*bucket, version)));
+  std::lock_guard lock(mutex_);
+  add_version_header(r, !bucket->record.versioning.empty(), version.version_id);
+  return r;
+}
+
+std::unique_ptr<RequestBody> S3Api::put_object_acl(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kWrite);
+  const ObjectRecord version = target_version(call, *bucket);
+  return small_body(call, [this, bucket, version, request = call.request](const std::string& body) {
+    const Acl acl = acl_to_put(request, *bucket, body);
+    Response r;
+    std::lock_guard lock(mutex_);
+    access_store_.set_object_acl(bucket->record.name, version.key, version.version_id, version.modified_ns,
+                                 encode_acl(acl));
+    add_version_header(r, !bucket->record.versioning.empty(), version.version_id);
+    return r;
+  });
+}
+
+Response S3Api::get_bucket_policy(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  std::lock_guard lock(mutex_);
+  if (bucket->rules->policy_json.empty()) {
+    throw S3Error("NoSuchBucketPolicy", "the bucket '" + bucket->record.name + "' has no policy");
+  }
+  Response r;
+  r.body = bucket->rules->policy_json;
+  r.headers.emplace_back("content-type", "application/json");
+  return r;
+}
+
+std::unique_ptr<RequestBody> S3Api::put_bucket_policy(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  return small_body(call, [this, bucket](const std::string& body) {
+    const BucketPolicy policy = BucketPolicy::parse(body, bucket->record.name, config_.users);
+    bool block_public;
+    {
+      std::lock_guard lock(mutex_);
+      block_public = bucket->rules->block().block_public_policy;
+    }
+    if (block_public && policy.is_public()) {
+      throw S3Error("AccessDenied", "the bucket's public access block refuses a public policy");
+    }
+    store_access_setting(*bucket, "policy", body);
+    Response r;
+    r.status = 204;
+    return r;
+  });
+}
+
+Response S3Api::delete_bucket_setting(const Call& call, const std::string& name) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  store_access_setting(*bucket, name, "");
+  Response r;
+  r.status = 204;
+  return r;
+}
+
+Response S3Api::get_ownership_controls(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  std::lock_guard lock(mutex_);
+  if (bucket->rules->ownership.empty()) {
+    throw S3Error("OwnershipControlsNotFoundError", "the bucket '" + bucket->record.name + "' has no ownership controls");
+  }
+  XmlWriter xml;
+  xml.open("OwnershipControls", kXmlns).open("Rule").element("ObjectOwnership", bucket->rules->ownership);
+  return xml_response(xml.finish());
+}
+
+std::unique_ptr<RequestBody> S3Api::put_ownership_controls(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  return small_body(call, [this, bucket](const std::string& body) {
+    const auto tree = parse_xml(body);
+    const std::string ownership = tree.get("OwnershipControls.Rule.ObjectOwnership", "");
+    if (ownership != "BucketOwnerEnforced" && ownership != "BucketOwnerPreferred" && ownership != "ObjectWriter") {
+      throw S3Error("MalformedXML", "ObjectOwnership must be BucketOwnerEnforced, BucketOwnerPreferred or "
+                                    "ObjectWriter, not '" + ownership + "'");
+    }
+    store_access_setting(*bucket, "ownership", ownership);
+    return Response{};
+  });
+}
+
+Response S3Api::get_public_access_block(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  std::lock_guard lock(mutex_);
+  if (!bucket->rules->public_access_block) {
+    throw S3Error("NoSuchPublicAccessBlockConfiguration",
+                  "the bucket '" + bucket->record.name + "' has no public access block");
+  }
+  const PublicAccessBlock b = *bucket->rules->public_access_block;
+  const bool flags[] = {b.block_public_acls, b.ignore_public_acls, b.block_public_policy, b.restrict_public_buckets};
+  XmlWriter xml;
+  xml.open("PublicAccessBlockConfiguration", kXmlns);
+  for (size_t i = 0; i < kBlockNames.size(); ++i) xml.element(kBlockNames[i], flags[i]);
+  return xml_response(xml.finish());
+}
+
+std::unique_ptr<RequestBody> S3Api::put_public_access_block(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  return small_body(call, [this, bucket](const std::string& body) {
+    const auto tree = parse_xml(body);
+    const auto root = tree.get_child_optional("PublicAccessBlockConfiguration");
+    if (!root) throw S3Error("MalformedXML", "the body is not a <PublicAccessBlockConfiguration> document");
+    bool flags[4];
+    for (size_t i = 0; i < kBlockNames.size(); ++i) {
+      const std::string value = root->get(std::string(kBlockNames[i]), "false");
+      if (value != "true" && value != "false") {
+        throw S3Error("MalformedXML", std::string(kBlockNames[i]) + " must be true or false");
+      }
+      flags[i] = value == "true";
+    }
+    store_access_setting(*bucket, "public_access_block", encode_block({flags[0], flags[1], flags[2], flags[3]}));
+    return Response{};
+  });
+}
+
+}  // namespace keel::gateway

@@ -1,0 +1,277 @@
+#include "gateway/bucket_policy.h"
+
+#include <arpa/inet.h>
+
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS  // json_parser includes the old boost/bind.hpp
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "gateway/acl.h"
+#include "gateway/s3_error.h"
+#include "util/text.h"
+
+namespace keel::gateway {
+
+namespace {
+
+namespace pt = boost::property_tree;
+
+[[noreturn]] void malformed(const std::string& what) { throw S3Error("MalformedPolicy", what); }
+
+// A JSON value that may be a string or an array of strings (property_tree
+// keeps arrays as children with empty names).
+std::vector<std::string> strings(const pt::ptree& node, const std::string& what) {
+  if (node.empty()) return {node.data()};
+  std::vector<std::string> out;
+  for (const auto& [name, child] : node) {
+    if (!name.empty() || !child.empty()) malformed(what + " must be a string or a list of strings");
+    out.push_back(child.data());
+  }
+  return out;
+}
+
+constexpr std::array kConditionOperators = {"IpAddress", "NotIpAddress", "StringEquals", "StringNotEquals",
+                                            "StringLike", "StringNotLike"};
+
+const std::map<Operation, std::string_view>& action_exceptions() {
+  static const std::map<Operation, std::string_view> kActions = {
+      {Operation::kListBuckets, "s3:ListAllMyBuckets"},
+      {Operation::kHeadBucket, "s3:ListBucket"},
+      {Operation::kListObjects, "s3:ListBucket"},
+      {Operation::kListObjectsV2, "s3:ListBucket"},
+      {Operation::kListObjectVersions, "s3:ListBucketVersions"},
+      {Operation::kListMultipartUploads, "s3:ListBucketMultipartUploads"},
+      {Operation::kDeleteObjects, "s3:DeleteObject"},
+      {Operation::kCopyObject, "s3:PutObject"},
+      {Operation::kHeadObject, "s3:GetObject"},
+      {Operation::kCreateMultipartUpload, "s3:PutObject"},
+      {Operation::kUploadPart, "s3:PutObject"},
+      {Operation::kUploadPartCopy, "s3:PutObject"},
+      {Operation::kCompleteMultipartUpload, "s3:PutObject"},
+      {Operation::kAbortMultipartUpload, "s3:AbortMultipartUpload"},
+      {Operation::kListParts, "s3:ListMultipartUploadParts"},
+      {Operation::kGetObjectLockConfiguration, "s3:GetBucketObjectLockConfiguration"},
+      {Operation::kPutObjectLockConfiguration, "s3:PutBucketObjectLockConfiguration"},
+      {Operation::kGetBucketOwnershipControls, "s3:GetBucketOwnershipControls"},
+      {Operation::kPutBucketOwnershipControls, "s3:PutBucketOwnershipControls"},
+      {Operation::kDeleteBucketOwnershipControls, "s3:PutBucketOwnershipControls"},
+      {Operation::kGetPublicAccessBlock, "s3:GetBucketPublicAccessBlock"},
+      {Operation::kPutPublicAccessBlock, "s3:PutBucketPublicAccessBlock"},
+      {Operation::kDeletePublicAccessBlock, "s3:PutBucketPublicAccessBlock"},
+  };
+  return kActions;
+}
+
+// The address as 16 bytes (IPv4 mapped into IPv6), and its bit length in that space.
+bool parse_address(const std::string& text, std::array<uint8_t, 16>& out, int& bits) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    out = {};
+    out[10] = out[11] = 0xff;
+    std::memcpy(out.data() + 12, &v4, 4);
+    bits = 32;
+    return true;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
+    std::memcpy(out.data(), &v6, 16);
+    bits = 128;
+    return true;
+  }
+  return false;
+}
+
+bool valid_block(const std::string& block) {
+  std::array<uint8_t, 16> address{};
+  int bits = 0;
+  const size_t slash = block.find('/');
+  if (!parse_address(block.substr(0, slash), address, bits)) return false;
+  if (slash == std::string::npos) return true;
+  const std::string length = block.substr(slash + 1);
+  return !length.empty() && length.size() <= 3 && length.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoi(length) <= bits;
+}
+
+}  // namespace
+
+bool wildcard_match(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+bool address_in_block(const std::string& address, const std::string& block) {
+  std::array<uint8_t, 16> a{}, b{};
+  int a_bits = 0, b_bits = 0;
+  const size_t slash = block.find('/');
+  if (!parse_address(address, a, a_bits) || !parse_address(block.substr(0, slash), b, b_bits)) return false;
+  if (a_bits != b_bits) return false;
+  int length = slash == std::string::npos ? b_bits : std::stoi(block.substr(slash + 1));
+  length += 128 - b_bits;  // IPv4 prefixes count within the mapped space
+  for (int i = 0; i < 16 && length > 0; ++i, length -= 8) {
+    const uint8_t mask = length >= 8 ? 0xff : static_cast<uint8_t>(0xff << (8 - length));
+    if ((a[i] & mask) != (b[i] & mask)) return false;
+  }
+  return true;
+}
+
+std::string policy_action(Operation operation) {
+  const auto& exceptions = action_exceptions();
+  const auto it = exceptions.find(operation);
+  if (it != exceptions.end()) return std::string(it->second);
+  return "s3:" + std::string(operation_name(operation));
+}
+
+BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& bucket, const std::vector<User>& users) {
+  pt::ptree tree;
+  std::istringstream in(json);
+  try {
+    pt::read_json(in, tree);
+  } catch (const pt::json_parser_error& e) {
+    malformed("the policy is not valid JSON: " + e.message());
+  }
+  for (const auto& [name, _] : tree) {
+    if (name != "Version" && name != "Id" && name != "Statement") malformed("unknown policy element '" + name + "'");
+  }
+  const auto statements = tree.get_child_optional("Statement");
+  if (!statements || (statements->empty() && statements->data().empty())) malformed("the policy has no Statement");
+  std::vector<const pt::ptree*> list;
+  if (statements->begin() != statements->end() && statements->begin()->first.empty()) {
+    for (const auto& entry : *statements) list.push_back(&entry.second);
+  } else {
+    list.push_back(&*statements);
+  }
+  const std::string bucket_arn = "arn:aws:s3:::" + bucket;
+  BucketPolicy policy;
+  for (const auto* node : list) {
+    Statement statement;
+    for (const auto& [name, value] : *node) {
+      if (name == "Sid") continue;
+      if (name == "Effect") {
+        if (value.data() != "Allow" && value.data() != "Deny") malformed("Effect must be Allow or Deny");
+        statement.allow = value.data() == "Allow";
+      } else if (name == "Principal") {
+        if (value.empty()) {
+          if (value.data() != "*") malformed("Principal must be \"*\" or {\"AWS\": ...}");
+          statement.everyone = true;
+          continue;
+        }
+        for (const auto& [kind, principals] : value) {
+          if (kind != "AWS" && kind != "CanonicalUser") malformed("principals of type '" + kind + "' are not supported");
+          for (const auto& principal : strings(principals, "Principal")) {
+            if (principal == "*") {
+              statement.everyone = true;
+              continue;
+            }
+            const auto user = std::find_if(users.begin(), users.end(), [&](const User& u) {
+              return kind == "CanonicalUser" ? canonical_id(u.name) == principal
+                                             : principal == u.name || (principal.starts_with("arn:aws:iam::") &&
+                                                                       principal.ends_with(":user/" + u.name));
+            });
+            if (user == users.end()) malformed("Invalid principal in policy: '" + principal + "'");
+            statement.users.push_back(user->name);
+          }
+        }
+      } else if (name == "Action") {
+        for (auto action : strings(value, "Action")) {
+          action = ascii_lower(action);
+          if (!action.starts_with("s3:") && action != "*") malformed("Action '" + action + "' is not an s3: action");
+          statement.actions.push_back(action == "*" ? "s3:*" : action);
+        }
+      } else if (name == "Resource") {
+        for (const auto& resource : strings(value, "Resource")) {
+          if (resource != bucket_arn && !resource.starts_with(bucket_arn + "/") && resource != "*" &&
+              !wildcard_match(resource, bucket_arn)) {
+            malformed("Policy has invalid resource '" + resource + "': not this bucket or its objects");
+          }
+          statement.resources.push_back(resource);
+        }
+      } else if (name == "Condition") {
+        for (const auto& [op, keys] : value) {
+          if (std::find(kConditionOperators.begin(), kConditionOperators.end(), op) == kConditionOperators.end()) {
+            malformed("the condition operator '" + op + "' is not supported");
+          }
+          for (const auto& [key, values] : keys) {
+            Condition condition{op, ascii_lower(key), strings(values, "a condition value")};
+            const bool ip = op.find("IpAddress") != std::string::npos;
+            if (condition.key != (ip ? "aws:sourceip" : "s3:prefix")) {
+              malformed("the condition key '" + key + "' is not supported with " + op);
+            }
+            if (ip && !std::all_of(condition.values.begin(), condition.values.end(), valid_block)) {
+              malformed("aws:SourceIp needs addresses or CIDR blocks");
+            }
+            statement.conditions.push_back(std::move(condition));
+          }
+        }
+      } else {
+        malformed("the statement element '" + name + "' is not supported");
+      }
+    }
+    if (!statement.everyone && statement.users.empty()) malformed("a statement needs a Principal");
+    if (statement.actions.empty()) malformed("a statement needs an Action");
+    if (statement.resources.empty()) malformed("a statement needs a Resource");
+    policy.statements_.push_back(std::move(statement));
+  }
+  return policy;
+}
+
+bool BucketPolicy::conditions_hold(const Statement& statement, const PolicyRequest& request) {
+  return std::all_of(statement.conditions.begin(), statement.conditions.end(), [&](const Condition& c) {
+    const bool negated = c.op.starts_with("Not") || c.op.starts_with("StringNot");
+    if (c.key == "s3:prefix" && !request.has_prefix) return negated;  // an absent key matches only negations
+    const std::string& value = c.key == "s3:prefix" ? request.prefix : request.source_ip;
+    const bool any = std::any_of(c.values.begin(), c.values.end(), [&](const std::string& v) {
+      if (c.key == "aws:sourceip") return address_in_block(value, v);
+      return c.op.find("Like") != std::string::npos ? wildcard_match(v, value) : v == value;
+    });
+    return negated ? !any : any;
+  });
+}
+
+PolicyEffect BucketPolicy::evaluate(const PolicyRequest& request) const {
+  const std::string action = ascii_lower(request.action);
+  PolicyEffect effect = PolicyEffect::kNone;
+  for (const auto& statement : statements_) {
+    const bool principal = statement.everyone || (!request.user.empty() &&
+                                                  std::find(statement.users.begin(), statement.users.end(),
+                                                            request.user) != statement.users.end());
+    const bool acts = std::any_of(statement.actions.begin(), statement.actions.end(),
+                                  [&](const std::string& a) { return wildcard_match(a, action); });
+    const bool resource = std::any_of(statement.resources.begin(), statement.resources.end(),
+                                      [&](const std::string& r) { return wildcard_match(r, request.resource); });
+    if (!principal || !acts || !resource || !conditions_hold(statement, request)) continue;
+    if (!statement.allow) return PolicyEffect::kDeny;
+    effect = PolicyEffect::kAllow;
+  }
+  return effect;
+}
+
+bool BucketPolicy::is_public() const {
+  return std::any_of(statements_.begin(), statements_.end(), [](const Statement& s) {
+    return s.allow && s.everyone &&
+           std::none_of(s.conditions.begin(), s.conditions.end(),
+                        [](const Condition& c) { return c.key == "aws:sourceip"; });
+  });
+}
+
+}  // namespace keel::gateway

@@ -1,0 +1,69 @@
+// A bucket policy subset (the JSON of PutBucketPolicy): statements with
+// Effect Allow or Deny, Principal ("*", {"AWS": user name, IAM user ARN or
+// "*"}, {"CanonicalUser": id}), Action (s3:..., with * and ? wildcards),
+// Resource (ARNs of this bucket and its objects, wildcards allowed), and
+// Condition operators IpAddress/NotIpAddress on aws:SourceIp and
+// String(Not)Equals/String(Not)Like on s3:prefix. A Deny that matches wins over
+// any Allow. Anything else is refused when the policy is put (MalformedPolicy),
+// so a policy never means less than it says.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gateway/config.h"
+#include "gateway/request.h"
+
+namespace keel::gateway {
+
+// What a request asks, in the terms a policy speaks.
+struct PolicyRequest {
+  std::string action;    // "s3:GetObject"
+  std::string resource;  // "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key"
+  std::string user;      // user name; empty for an anonymous request
+  std::string source_ip;  // the client's address
+  bool has_prefix = false;  // ListObjects with a prefix parameter
+  std::string prefix;
+};
+
+enum class PolicyEffect { kNone, kAllow, kDeny };
+
+class BucketPolicy {
+ public:
+  // Throws S3Error MalformedPolicy naming what is wrong or unsupported.
+  static BucketPolicy parse(const std::string& json, const std::string& bucket, const std::vector<User>& users);
+
+  // Deny if a Deny statement matches, else Allow if an Allow does, else None.
+  PolicyEffect evaluate(const PolicyRequest& request) const;
+  // Whether an Allow reaches anonymous users or everyone (PublicAccessBlock's notion:
+  // principal "*" without a SourceIp condition).
+  bool is_public() const;
+
+ private:
+  struct Condition {
+    std::string op;   // IpAddress, NotIpAddress, StringEquals, StringNotEquals, StringLike, StringNotLike
+    std::string key;  // aws:sourceip or s3:prefix (lower case)
+    std::vector<std::string> values;
+  };
+  struct Statement {
+    bool allow = true;
+    bool everyone = false;
+    std::vector<std::string> users;
+    std::vector<std::string> actions;    // lower case patterns
+    std::vector<std::string> resources;  // patterns
+    std::vector<Condition> conditions;
+  };
+  static bool conditions_hold(const Statement& statement, const PolicyRequest& request);
+  std::vector<Statement> statements_;
+};
+
+// Whether `text` matches `pattern`, where * is any run of characters and ? any one.
+bool wildcard_match(std::string_view pattern, std::string_view text);
+// Whether the address (IPv4 or IPv6) is inside the CIDR block ("10.0.0.0/8", or
+// one address); false for anything unparsable.
+bool address_in_block(const std::string& address, const std::string& block);
+
+// The policy action ("s3:GetObject") an operation is authorised as.
+std::string policy_action(Operation operation);
+
+}  // namespace keel::gateway

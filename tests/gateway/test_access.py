@@ -1,0 +1,236 @@
+"""Access control as S3 clients use it (boto3 over HTTP, and unsigned
+requests): canned and explicit ACLs on buckets and objects, anonymous reads
+(404 for a missing key only where listing is allowed), a bucket policy with
+principals, actions, resources, aws:SourceIp and s3:prefix, OwnershipControls
+BucketOwnerEnforced and PublicAccessBlock."""
+import json
+import unittest
+import urllib.error
+import urllib.request
+
+import boto3
+from botocore import UNSIGNED
+from botocore.config import Config
+
+from gateway_harness import Gateway, boto3_client, error_of
+
+GATEWAY = None
+
+
+def setUpModule():
+    global GATEWAY
+    GATEWAY = Gateway()
+
+
+def tearDownModule():
+    GATEWAY.stop()
+
+
+def anonymous():
+    return boto3.client("s3", endpoint_url=GATEWAY.urls["http"], region_name="us-east-1",
+                        config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
+
+
+def code(fn):
+    response = error_of(fn)
+    return response["ResponseMetadata"]["HTTPStatusCode"], response["Error"]["Code"]
+
+
+class AccessTest(unittest.TestCase):
+    counter = 0
+
+    def setUp(self):
+        self.alice = boto3_client(GATEWAY, "http")
+        self.bob = boto3_client(GATEWAY, "http", user="bob")
+        self.anon = anonymous()
+
+    def new_bucket(self, **create):
+        AccessTest.counter += 1
+        name = f"access-{AccessTest.counter}"
+        self.alice.create_bucket(Bucket=name, **create)
+        return name
+
+    def test_private_by_default_and_canned_bucket_acls(self):
+        bucket = self.new_bucket()
+        self.alice.put_object(Bucket=bucket, Key="doc", Body=b"secret")
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="doc")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="missing")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.anon.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.anon.list_buckets()), (403, "AccessDenied"))
+        acl = self.alice.get_bucket_acl(Bucket=bucket)
+        self.assertEqual(acl["Owner"]["DisplayName"], "alice")
+        self.assertEqual([g["Permission"] for g in acl["Grants"]], ["FULL_CONTROL"])
+
+        # public-read on the bucket: everyone lists; a missing key is 404, the private object still 403.
+        self.alice.put_bucket_acl(Bucket=bucket, ACL="public-read")
+        self.assertEqual([o["Key"] for o in self.anon.list_objects_v2(Bucket=bucket)["Contents"]], ["doc"])
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="missing")), (404, "NoSuchKey"))
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="doc")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.anon.put_object(Bucket=bucket, Key="x", Body=b"x")), (403, "AccessDenied"))
+        grants = self.alice.get_bucket_acl(Bucket=bucket)["Grants"]
+        self.assertIn({"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+                       "Permission": "READ"}, grants)
+        # public-read on the object: anonymous GET, also by a plain URL.
+        self.alice.put_object_acl(Bucket=bucket, Key="doc", ACL="public-read")
+        self.assertEqual(self.anon.get_object(Bucket=bucket, Key="doc")["Body"].read(), b"secret")
+        with urllib.request.urlopen(f"{GATEWAY.urls['http']}/{bucket}/doc", timeout=10) as r:
+            self.assertEqual(r.read(), b"secret")
+        # Rewriting the object starts from private again.
+        self.alice.put_object(Bucket=bucket, Key="doc", Body=b"new")
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="doc")), (403, "AccessDenied"))
+        # x-amz-acl on PutObject.
+        self.alice.put_object(Bucket=bucket, Key="open", Body=b"o", ACL="public-read")
+        self.assertEqual(self.anon.get_object(Bucket=bucket, Key="open")["Body"].read(), b"o")
+        self.assertEqual(code(lambda: self.alice.put_object(Bucket=bucket, Key="k", Body=b"", ACL="nonsense")),
+                         (400, "InvalidArgument"))
+
+        # authenticated-read: bob reads, anonymous does not.
+        self.alice.put_bucket_acl(Bucket=bucket, ACL="authenticated-read")
+        self.assertEqual(len(self.bob.list_objects_v2(Bucket=bucket)["Contents"]), 2)
+        self.assertEqual(code(lambda: self.anon.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+        # public-read-write: anonymous writes.
+        self.alice.put_bucket_acl(Bucket=bucket, ACL="public-read-write")
+        self.anon.put_object(Bucket=bucket, Key="dropbox", Body=b"from anyone")
+        self.assertEqual(self.alice.get_object(Bucket=bucket, Key="dropbox")["Body"].read(), b"from anyone")
+        self.alice.put_bucket_acl(Bucket=bucket, ACL="private")
+        self.assertEqual(code(lambda: self.anon.put_object(Bucket=bucket, Key="x", Body=b"")), (403, "AccessDenied"))
+        # Only the owner changes the bucket's ACL.
+        self.assertEqual(code(lambda: self.bob.put_bucket_acl(Bucket=bucket, ACL="public-read")), (403, "AccessDenied"))
+
+    def test_explicit_grants_by_canonical_id(self):
+        bucket = self.new_bucket()
+        self.alice.put_object(Bucket=bucket, Key="report", Body=b"r")
+        alice_id = self.alice.get_bucket_acl(Bucket=bucket)["Owner"]["ID"]
+        # bob learns his id from a bucket of his own.
+        self.bob.create_bucket(Bucket="bobs-bucket")
+        bob_id = self.bob.get_bucket_acl(Bucket="bobs-bucket")["Owner"]["ID"]
+        self.assertEqual(len(bob_id), 64)
+        self.assertNotEqual(bob_id, alice_id)
+
+        self.assertEqual(code(lambda: self.bob.get_object(Bucket=bucket, Key="report")), (403, "AccessDenied"))
+        self.alice.put_object_acl(Bucket=bucket, Key="report", GrantRead=f'id="{bob_id}"')
+        self.assertEqual(self.bob.get_object(Bucket=bucket, Key="report")["Body"].read(), b"r")
+        self.assertEqual(code(lambda: self.bob.get_object_acl(Bucket=bucket, Key="report")), (403, "AccessDenied"))
+        # A full AccessControlPolicy document: bob may write the bucket.
+        self.alice.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+            "Owner": {"ID": alice_id},
+            "Grants": [{"Grantee": {"Type": "CanonicalUser", "ID": alice_id}, "Permission": "FULL_CONTROL"},
+                       {"Grantee": {"Type": "CanonicalUser", "ID": bob_id}, "Permission": "WRITE"}]})
+        self.bob.put_object(Bucket=bucket, Key="from-bob", Body=b"b")
+        self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.alice.put_bucket_acl(Bucket=bucket, GrantRead='id="' + "0" * 64 + '"')),
+                         (400, "InvalidArgument"))
+
+    def test_bucket_policy(self):
+        bucket = self.new_bucket()
+        for key in ("public/a", "private/b", "home/bob/c", "home/carl/d"):
+            self.alice.put_object(Bucket=bucket, Key=key, Body=key.encode())
+        policy = {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": f"arn:aws:s3:::{bucket}/public/*"},
+            {"Effect": "Allow", "Principal": {"AWS": ["bob"]}, "Action": "s3:ListBucket",
+             "Resource": f"arn:aws:s3:::{bucket}", "Condition": {"StringLike": {"s3:prefix": "home/bob/*"}}},
+            {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::000000000000:user/bob"}, "Action": "s3:*",
+             "Resource": f"arn:aws:s3:::{bucket}/home/bob/*"},
+            {"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+             "Resource": f"arn:aws:s3:::{bucket}/public/*"}]}
+        self.alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+        self.assertEqual(json.loads(self.alice.get_bucket_policy(Bucket=bucket)["Policy"]), policy)
+
+        self.assertEqual(self.anon.get_object(Bucket=bucket, Key="public/a")["Body"].read(), b"public/a")
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="private/b")), (403, "AccessDenied"))
+        # Allowed to get under public/ but not to list: a missing key there is 403.
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="public/none")), (403, "AccessDenied"))
+        self.assertEqual([o["Key"] for o in self.bob.list_objects_v2(Bucket=bucket, Prefix="home/bob/")["Contents"]],
+                         ["home/bob/c"])
+        self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket, Prefix="home/carl/")),
+                         (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+        self.bob.put_object(Bucket=bucket, Key="home/bob/new", Body=b"n")
+        self.assertEqual(code(lambda: self.bob.put_object(Bucket=bucket, Key="home/carl/x", Body=b"")),
+                         (403, "AccessDenied"))
+        # The explicit Deny binds the owner too; the owner can still remove the policy.
+        self.assertEqual(code(lambda: self.alice.delete_object(Bucket=bucket, Key="public/a")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps(
+            {"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                            "Resource": "arn:aws:s3:::another-bucket/*"}]}))), (400, "MalformedPolicy"))
+        self.assertEqual(code(lambda: self.bob.get_bucket_policy(Bucket=bucket)), (403, "AccessDenied"))
+        self.alice.delete_bucket_policy(Bucket=bucket)
+        self.alice.delete_object(Bucket=bucket, Key="public/a")
+        self.assertEqual(code(lambda: self.alice.get_bucket_policy(Bucket=bucket)), (404, "NoSuchBucketPolicy"))
+
+        # aws:SourceIp: the tests connect from 127.0.0.1.
+        def ip_policy(condition):
+            return json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                                              "Resource": f"arn:aws:s3:::{bucket}/*",
+                                              "Condition": {condition: {"aws:SourceIp": "127.0.0.0/8"}}}]})
+        self.alice.put_bucket_policy(Bucket=bucket, Policy=ip_policy("IpAddress"))
+        self.assertEqual(self.anon.get_object(Bucket=bucket, Key="private/b")["Body"].read(), b"private/b")
+        self.alice.put_bucket_policy(Bucket=bucket, Policy=ip_policy("NotIpAddress"))
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="private/b")), (403, "AccessDenied"))
+
+    def test_ownership_controls_and_public_access_block(self):
+        bucket = self.new_bucket()
+        self.alice.put_object(Bucket=bucket, Key="doc", Body=b"d")
+        self.assertEqual(code(lambda: self.alice.get_bucket_ownership_controls(Bucket=bucket)),
+                         (404, "OwnershipControlsNotFoundError"))
+        self.alice.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={
+            "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+        self.assertEqual(self.alice.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"],
+                         [{"ObjectOwnership": "BucketOwnerEnforced"}])
+        self.assertEqual(code(lambda: self.alice.put_bucket_acl(Bucket=bucket, ACL="public-read")),
+                         (400, "AccessControlListNotSupported"))
+        self.assertEqual(code(lambda: self.alice.put_object(Bucket=bucket, Key="x", Body=b"", ACL="public-read")),
+                         (400, "AccessControlListNotSupported"))
+        self.alice.put_object(Bucket=bucket, Key="x", Body=b"", ACL="bucket-owner-full-control")
+        self.alice.delete_bucket_ownership_controls(Bucket=bucket)
+
+        self.assertEqual(code(lambda: self.alice.get_public_access_block(Bucket=bucket)),
+                         (404, "NoSuchPublicAccessBlockConfiguration"))
+        self.alice.put_bucket_acl(Bucket=bucket, ACL="public-read")
+        self.alice.put_object_acl(Bucket=bucket, Key="doc", ACL="public-read")
+        self.assertEqual(self.anon.get_object(Bucket=bucket, Key="doc")["Body"].read(), b"d")
+        block = {"BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True,
+                 "RestrictPublicBuckets": False}
+        self.alice.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=block)
+        self.assertEqual(self.alice.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"], block)
+        # IgnorePublicAcls: the public grants in place count for nothing.
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="doc")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.anon.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+        # BlockPublicAcls and BlockPublicPolicy: new public ones are refused.
+        self.assertEqual(code(lambda: self.alice.put_object_acl(Bucket=bucket, Key="doc", ACL="public-read-write")),
+                         (403, "AccessDenied"))
+        public_policy = json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                                                   "Resource": f"arn:aws:s3:::{bucket}/*"}]})
+        self.assertEqual(code(lambda: self.alice.put_bucket_policy(Bucket=bucket, Policy=public_policy)),
+                         (403, "AccessDenied"))
+        # RestrictPublicBuckets: a public policy already in place grants nothing to outsiders.
+        self.alice.delete_public_access_block(Bucket=bucket)
+        self.alice.put_bucket_acl(Bucket=bucket, ACL="private")
+        self.alice.put_object_acl(Bucket=bucket, Key="doc", ACL="private")
+        self.alice.put_bucket_policy(Bucket=bucket, Policy=public_policy)
+        self.assertEqual(self.anon.get_object(Bucket=bucket, Key="doc")["Body"].read(), b"d")
+        self.alice.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=dict(
+            block, IgnorePublicAcls=False, BlockPublicPolicy=False, RestrictPublicBuckets=True))
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="doc")), (403, "AccessDenied"))
+        self.assertEqual(self.alice.get_object(Bucket=bucket, Key="doc")["Body"].read(), b"d")
+
+    def test_settings_survive_a_restart_and_go_with_the_bucket(self):
+        bucket = self.new_bucket()
+        self.alice.put_object(Bucket=bucket, Key="doc", Body=b"kept", ACL="public-read")
+        self.alice.put_bucket_acl(Bucket=bucket, ACL="public-read")
+        GATEWAY.crash_and_restart()
+        anon = anonymous()
+        self.assertEqual(anon.get_object(Bucket=bucket, Key="doc")["Body"].read(), b"kept")
+        self.assertEqual(code(lambda: anon.get_object(Bucket=bucket, Key="gone")), (404, "NoSuchKey"))
+        alice = boto3_client(GATEWAY, "http")
+        alice.delete_object(Bucket=bucket, Key="doc")
+        alice.delete_bucket(Bucket=bucket)
+        alice.create_bucket(Bucket=bucket)
+        self.assertEqual(code(lambda: anon.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

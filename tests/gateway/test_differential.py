@@ -1,0 +1,565 @@
+"""Differential test: the same seeded random sequence of S3 operations (boto3)
+against Ceph RGW (started by tests/s3/with-rgw.sh) and against keel gateway, a
+raw bucket and a dedupe bucket, comparing status codes, error codes, listed
+keys and versions, ETags and bodies.
+
+Every difference fails the test unless EXPECTED_DIFFERENCES names it: either a
+deliberate one (documented in docs/gateway.md, "Differences from Ceph RGW") or
+one still to be fixed (TODO with its issue). The two keel buckets must agree
+with each other exactly.
+
+    tests/s3/with-rgw.sh /usr/bin/python3 tests/gateway/test_differential.py
+    KEEL_DIFF_LONG=1 ...          # thousands of operations (20 seeds of 400)
+    KEEL_DIFF_SEEDS=7,8 KEEL_DIFF_OPS=1000 ...   # chosen seeds and length
+    KEEL_DIFF_VERBOSE=1 ...       # print every operation and its results
+
+A failure prints the seed, the operation's index and both results; rerun that
+seed to reproduce it."""
+import datetime
+import hashlib
+import os
+import random
+import re
+import sys
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gateway_harness import Gateway, boto3_client  # noqa: E402
+
+import boto3  # noqa: E402
+from botocore.config import Config  # noqa: E402
+from botocore.exceptions import BotoCoreError, ClientError  # noqa: E402
+from botocore.handlers import set_list_objects_encoding_type_url  # noqa: E402
+from botocore.parsers import ResponseParserError  # noqa: E402
+
+MIB = 1024 * 1024
+LONG = os.environ.get("KEEL_DIFF_LONG") == "1"
+SEEDS = ([int(s) for s in os.environ["KEEL_DIFF_SEEDS"].split(",")] if "KEEL_DIFF_SEEDS" in os.environ
+         else list(range(1, 21)) if LONG else [1, 2, 3])
+OPS = int(os.environ.get("KEEL_DIFF_OPS", "400" if LONG else "120"))
+VERBOSE = os.environ.get("KEEL_DIFF_VERBOSE") == "1"
+
+# Keys that have broken S3 servers: spaces anywhere (also all-space keys),
+# dot segments, percent signs, characters URLs and XML treat specially,
+# unicode, the 1024-byte maximum.
+ODD_KEYS = [
+    " ", "  ", " lead", "trail ", " both ", "a b", "a  b", "_", "_ ", " _",
+    "..", ".", "../up", "a/../b", "./here", "dir/..", "dir/./x",
+    "%", "%20", "%2F", "100%", "a%b", "%zz", "a+b", "a&b", "a=b", "a;b", "a?b", "a#b", "a:b", "a@b", "a,b",
+    "<tag>", "a'b", 'a"b', "a*b", "~tilde", "!bang", "a$b", "(p)", "[b]", "{c}", "a|b", "a^b", "a`b", "a\\b",
+    "ü", "é/ß", "日本語/ファイル", "emoji😀", "Ω≈ç√", "\u00a0nbsp", "zero\u200bwidth",
+    "dir/", "dir/a", "dir/b/c", "dir/b/d", "dir//double", "/lead-slash", "dir/ sp", "dir /x", "dir/sub/deep/key",
+    "k" * 1024, "é" * 512, "d/" + "x" * 1022,
+]
+# Keys S3 refuses (1025 bytes).
+BAD_KEYS = ["k" * 1025, "é" * 513]
+PREFIXES = ["", "d", "dir", "dir/", "dir/b", "a", " ", "%", "é", "日本", "k", "zzz", "."]
+DELIMITERS = ["/", " ", "%", "b", "é", "/b"]
+
+# Differences keel does not share with RGW, matched by operation and field.
+# reason: "deliberate: ..." (documented in docs/gateway.md) or "TODO issue 17 (h17a): ..." (to be fixed).
+EXPECTED_DIFFERENCES = []
+
+
+def expected(op, field, rgw, keel):
+    """The reason EXPECTED_DIFFERENCES gives for this difference; None when it names none.
+    Each entry: 'ops' (operation names), 'field' (a regular expression over the field's
+    path), 'match' (op, rgw value, keel value) -> bool, 'reason'."""
+    for entry in EXPECTED_DIFFERENCES:
+        if (op["name"] in entry["ops"] and re.fullmatch(entry["field"], field) and
+                entry.get("match", lambda *_: True)(op, rgw, keel)):
+            return entry["reason"]
+    return None
+
+
+class Target:
+    """One S3 endpoint and bucket; maps its version ids to ordinals shared by all targets."""
+
+    def __init__(self, name, client, bucket):
+        self.name = name
+        self.s3 = client
+        self.bucket = bucket
+        self.ordinal_of = {"null": "null"}
+        self.id_of = {"null": "null"}
+        self.extra_headers = {}
+        events = client.meta.events
+        # Listings without encoding-type unless an operation asks for it (boto3 adds url by default).
+        events.unregister("before-parameter-build.s3.ListObjects", set_list_objects_encoding_type_url)
+        events.unregister("before-parameter-build.s3.ListObjectsV2", set_list_objects_encoding_type_url)
+        events.unregister("before-parameter-build.s3.ListObjectVersions", set_list_objects_encoding_type_url)
+        events.register("before-sign.s3", self._add_headers)
+
+    def _add_headers(self, request, **_):
+        for name, value in self.extra_headers.items():
+            request.headers[name] = value
+
+    def version(self, real):
+        """The ordinal (v1, v2, ...) of a version id this target answered."""
+        if real is None:
+            return None
+        if real not in self.ordinal_of:
+            ordinal = f"v{len(self.ordinal_of)}"
+            self.ordinal_of[real] = ordinal
+            self.id_of[ordinal] = real
+        return self.ordinal_of[real]
+
+    def real_version(self, ordinal):
+        return self.id_of.get(ordinal, "3sL4kqtJlcpXroDTDmJ-rmSpXd3dIbrHY")  # one this target never gave
+
+    def call(self, method, headers=None, **params):
+        """(result, error): the response as a dict, or the S3 error as {'Status', 'Code'}."""
+        self.extra_headers = headers or {}
+        try:
+            return getattr(self.s3, method)(Bucket=self.bucket, **params), None
+        except ClientError as e:
+            return None, {"Status": e.response["ResponseMetadata"]["HTTPStatusCode"],
+                          "Code": e.response.get("Error", {}).get("Code")}
+        except (BotoCoreError, ResponseParserError) as e:  # a response boto3 cannot parse
+            return None, {"Status": None, "Code": type(e).__name__}
+        finally:
+            self.extra_headers = {}
+
+
+def http_date(when):
+    return when.strftime("%a, %d %b %Y %H:%M:%S GMT")
+
+
+PAST = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
+FUTURE = datetime.datetime(2099, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+class Sequence:
+    """A seeded random sequence of operations and the state they need
+    (keys written, versions seen, uploads in progress); the same seed makes
+    the same operations for every target."""
+
+    def __init__(self, seed):
+        self.random = random.Random(seed)
+        self.keys = []  # keys put at least once
+        self.versions = []  # version ordinals seen
+        self.etags = {}  # key -> the ETag of its last put body
+        self.versioning = None
+
+    def key(self):
+        r = self.random
+        if self.keys and r.random() < 0.5:
+            return r.choice(self.keys)
+        if r.random() < 0.02:
+            return r.choice(BAD_KEYS)
+        return r.choice(ODD_KEYS)
+
+    def body(self):
+        size = self.random.choice([0, 1, 17, 1000, 4096, 70000])
+        return bytes(self.random.getrandbits(8) for _ in range(min(size, 64))) * (size // 64 + 1)
+
+    def next(self):
+        r = self.random
+        choices = [("put", 24), ("get", 14), ("head", 6), ("delete", 8), ("delete_objects", 5), ("copy", 5),
+                   ("list_v2", 10), ("list_v1", 6), ("list_versions", 6), ("multipart", 2), ("versioning", 1),
+                   ("get_version", 4), ("delete_version", 3), ("put_conditional", 4), ("list_parts_and_abort", 1)]
+        name = r.choices([c[0] for c in choices], weights=[c[1] for c in choices])[0]
+        return getattr(self, "make_" + name)()
+
+    # Each make_* returns {'name': ..., parameters...}; run() executes it on one target.
+    def make_put(self):
+        key, body = self.key(), self.body()
+        op = {"name": "put", "key": key, "body": body}
+        if self.random.random() < 0.3:
+            op["content_type"] = self.random.choice(["text/plain", "application/x-thing; a=b", "image/png"])
+            op["metadata"] = {"color": self.random.choice(["red", "blue green", "x%20y"])}
+        if len(key.encode()) <= 1024 and key not in self.keys:
+            self.keys.append(key)
+        self.etags[key] = '"' + hashlib.md5(body).hexdigest() + '"'
+        return op
+
+    def make_put_conditional(self):
+        op = self.make_put()
+        op["name"] = "put_conditional"
+        r = self.random.random()
+        if r < 0.5:
+            op["headers"] = {"If-None-Match": "*"}
+        else:
+            op["headers"] = {"If-Match": self.etags.get(op["key"], '"0123456789abcdef0123456789abcdef"')
+                             if self.random.random() < 0.7 else '"ffffffffffffffffffffffffffffffff"'}
+        return op
+
+    def conditions(self, key):
+        r = self.random
+        kind = r.choice(["none", "none", "if_match", "if_match_bad", "if_none_match", "if_none_match_other",
+                         "modified_past", "modified_future", "unmodified_past", "unmodified_future", "range",
+                         "range_suffix", "range_open", "range_bad"])
+        etag = self.etags.get(key, '"0123456789abcdef0123456789abcdef"')
+        return {"none": {}, "if_match": {"IfMatch": etag}, "if_match_bad": {"IfMatch": '"deadbeef"'},
+                "if_none_match": {"IfNoneMatch": etag}, "if_none_match_other": {"IfNoneMatch": '"deadbeef"'},
+                "modified_past": {"IfModifiedSince": PAST}, "modified_future": {"IfModifiedSince": FUTURE},
+                "unmodified_past": {"IfUnmodifiedSince": PAST}, "unmodified_future": {"IfUnmodifiedSince": FUTURE},
+                "range": {"Range": f"bytes={r.randint(0, 100)}-{r.randint(100, 5000)}"},
+                "range_suffix": {"Range": f"bytes=-{r.randint(1, 3000)}"},
+                "range_open": {"Range": f"bytes={r.randint(0, 2000)}-"},
+                "range_bad": {"Range": "bytes=999999-"}}[kind]
+
+    def make_get(self):
+        key = self.key()
+        return {"name": "get", "key": key, "params": self.conditions(key)}
+
+    def make_head(self):
+        key = self.key()
+        return {"name": "head", "key": key, "params": self.conditions(key)}
+
+    def make_get_version(self):
+        return {"name": "get_version", "key": self.key(), "version": self.pick_version()}
+
+    def pick_version(self):
+        if self.versions and self.random.random() < 0.85:
+            return self.random.choice(self.versions)
+        return self.random.choice(["null", "unknown"])
+
+    def make_delete(self):
+        return {"name": "delete", "key": self.key()}
+
+    def make_delete_version(self):
+        return {"name": "delete_version", "key": self.key(), "version": self.pick_version()}
+
+    def make_delete_objects(self):
+        r = self.random
+        keys = [self.key() for _ in range(r.randint(1, 6))]
+        objects = []
+        for key in keys:
+            entry = {"Key": key}
+            if r.random() < 0.2:
+                entry["VersionId"] = self.pick_version()
+            objects.append(entry)
+        return {"name": "delete_objects", "objects": objects, "quiet": r.random() < 0.3}
+
+    def make_copy(self):
+        r = self.random
+        op = {"name": "copy", "source": self.key(), "key": self.key(),
+              "directive": r.choice(["COPY", "REPLACE"])}
+        if r.random() < 0.3:
+            op["condition"] = r.choice([{"CopySourceIfMatch": self.etags.get(op["source"], '"x"')},
+                                        {"CopySourceIfNoneMatch": self.etags.get(op["source"], '"x"')},
+                                        {"CopySourceIfModifiedSince": PAST}, {"CopySourceIfUnmodifiedSince": PAST}])
+        if op["source"] in self.etags and len(op["key"].encode()) <= 1024:
+            self.etags[op["key"]] = self.etags[op["source"]]
+            if op["key"] not in self.keys:
+                self.keys.append(op["key"])
+        return op
+
+    def listing(self):
+        r = self.random
+        params = {}
+        if r.random() < 0.6:
+            params["Prefix"] = r.choice(PREFIXES)
+        if r.random() < 0.5:
+            params["Delimiter"] = r.choice(DELIMITERS)
+        if r.random() < 0.6:
+            params["MaxKeys"] = r.choice([0, 1, 2, 3, 5, 1000])
+        if r.random() < 0.4:
+            params["EncodingType"] = "url"
+        return params
+
+    def make_list_v2(self):
+        params = self.listing()
+        r = self.random
+        if r.random() < 0.3:
+            params["StartAfter"] = self.key() if r.random() < 0.7 else r.choice(["", "a", "dir/", "\U0010ffff"])
+        if r.random() < 0.2:
+            params["FetchOwner"] = True
+        return {"name": "list_v2", "params": params}
+
+    def make_list_v1(self):
+        params = self.listing()
+        if self.random.random() < 0.3:
+            params["Marker"] = self.key()
+        return {"name": "list_v1", "params": params}
+
+    def make_list_versions(self):
+        params = self.listing()
+        if self.random.random() < 0.3:
+            params["KeyMarker"] = self.key()
+        return {"name": "list_versions", "params": params}
+
+    def make_versioning(self):
+        self.versioning = "Suspended" if self.versioning == "Enabled" else "Enabled"
+        return {"name": "versioning", "status": self.versioning}
+
+    def make_multipart(self):
+        r = self.random
+        key = self.key()
+        sizes = [5 * MIB] * r.randint(0, 2) + [r.choice([1, 1000, 100000])]
+        parts = [bytes([r.getrandbits(8)]) * size for size in sizes]
+        op = {"name": "multipart", "key": key, "parts": parts,
+              "resend_part": r.random() < 0.4,  # upload part 1 twice, the second upload counts
+              "retry_complete": r.random() < 0.4,  # send CompleteMultipartUpload again, as after a lost response
+              "bad_etag": r.random() < 0.1, "descending": len(parts) > 1 and r.random() < 0.1,
+              "if_none_match": r.random() < 0.15}
+        if len(key.encode()) <= 1024 and key not in self.keys:
+            self.keys.append(key)
+        self.etags.pop(key, None)
+        return op
+
+    def make_list_parts_and_abort(self):
+        return {"name": "list_parts_and_abort", "key": self.key()}
+
+
+def error(err):
+    return {"error": err}
+
+
+def normalise_listing(target, page, fields):
+    out = {"IsTruncated": page.get("IsTruncated"), "KeyCount": page.get("KeyCount"),
+           "MaxKeys": page.get("MaxKeys"), "Prefix": page.get("Prefix"), "Delimiter": page.get("Delimiter"),
+           "EncodingType": page.get("EncodingType"),
+           "CommonPrefixes": [p["Prefix"] for p in page.get("CommonPrefixes", [])]}
+    for field in fields:
+        if field in page:
+            out[field] = page[field]
+    out["Contents"] = [(o["Key"], o["ETag"], o["Size"], o.get("StorageClass"), "Owner" in o)
+                       for o in page.get("Contents", [])]
+    if "Versions" in page or "DeleteMarkers" in page:
+        # Versions and delete markers merged in the order the XML lists them is
+        # not kept by boto3; compare each list on its own.
+        out["Versions"] = [(v["Key"], target.version(v["VersionId"]), v["IsLatest"], v["ETag"], v["Size"])
+                           for v in page.get("Versions", [])]
+        out["DeleteMarkers"] = [(m["Key"], target.version(m["VersionId"]), m["IsLatest"])
+                                for m in page.get("DeleteMarkers", [])]
+    for marker in ("NextVersionIdMarker", "VersionIdMarker"):
+        if marker in out:
+            out[marker] = target.version(out[marker]) if out[marker] else out[marker]
+    return out
+
+
+def run(target, op):
+    """The operation's outcome on one target, normalised for comparison."""
+    name = op["name"]
+    if name in ("put", "put_conditional"):
+        params = {"Key": op["key"], "Body": op["body"]}
+        if "content_type" in op:
+            params.update(ContentType=op["content_type"], Metadata=op["metadata"])
+        result, err = target.call("put_object", headers=op.get("headers"), **params)
+        if err:
+            return error(err)
+        return {"ETag": result["ETag"], "VersionId": target.version(result.get("VersionId"))}
+    if name in ("get", "head", "get_version"):
+        params = {"Key": op["key"], **op.get("params", {})}
+        if name == "get_version":
+            params["VersionId"] = target.real_version(op["version"])
+        result, err = target.call("head_object" if name == "head" else "get_object", **params)
+        if err:
+            return error(err)
+        out = {field: result.get(field) for field in ("ETag", "ContentLength", "ContentRange", "ContentType",
+                                                         "Metadata", "DeleteMarker")}
+        out["VersionId"] = target.version(result.get("VersionId"))
+        out["Status"] = result["ResponseMetadata"]["HTTPStatusCode"]
+        if name != "head":
+            out["Body"] = hashlib.sha256(result["Body"].read()).hexdigest()
+        return out
+    if name in ("delete", "delete_version"):
+        params = {"Key": op["key"]}
+        if name == "delete_version":
+            params["VersionId"] = target.real_version(op["version"])
+        result, err = target.call("delete_object", **params)
+        if err:
+            return error(err)
+        return {"Status": result["ResponseMetadata"]["HTTPStatusCode"], "DeleteMarker": result.get("DeleteMarker"),
+                "VersionId": target.version(result.get("VersionId"))}
+    if name == "delete_objects":
+        objects = [dict(o, VersionId=target.real_version(o["VersionId"])) if "VersionId" in o else o
+                   for o in op["objects"]]
+        result, err = target.call("delete_objects", Delete={"Objects": objects, "Quiet": op["quiet"]})
+        if err:
+            return error(err)
+        return {"Deleted": sorted((d["Key"], target.version(d.get("VersionId")), d.get("DeleteMarker"),
+                                   target.version(d.get("DeleteMarkerVersionId"))) for d in result.get("Deleted", [])),
+                "Errors": sorted((e["Key"], e["Code"]) for e in result.get("Errors", []))}
+    if name == "copy":
+        params = {"Key": op["key"], "CopySource": {"Bucket": target.bucket, "Key": op["source"]},
+                  "MetadataDirective": op["directive"], **op.get("condition", {})}
+        if op["directive"] == "REPLACE":
+            params["ContentType"] = "text/replaced"
+        result, err = target.call("copy_object", **params)
+        if err:
+            return error(err)
+        return {"ETag": result["CopyObjectResult"]["ETag"], "VersionId": target.version(result.get("VersionId"))}
+    if name in ("list_v2", "list_v1", "list_versions"):
+        return list_all(target, op)
+    if name == "versioning":
+        result, err = target.call("put_bucket_versioning", VersioningConfiguration={"Status": op["status"]})
+        if err:
+            return error(err)
+        return {"Status": target.call("get_bucket_versioning")[0].get("Status")}
+    if name == "multipart":
+        return multipart(target, op)
+    if name == "list_parts_and_abort":
+        created, err = target.call("create_multipart_upload", Key=op["key"])
+        if err:
+            return error(err)
+        upload = created["UploadId"]
+        target.call("upload_part", Key=op["key"], UploadId=upload, PartNumber=3, Body=b"three")
+        target.call("upload_part", Key=op["key"], UploadId=upload, PartNumber=1, Body=b"one")
+        parts, err = target.call("list_parts", Key=op["key"], UploadId=upload, MaxParts=1)
+        out = {"ListParts": error(err) if err else
+               ([(p["PartNumber"], p["ETag"], p["Size"]) for p in parts.get("Parts", [])], parts["IsTruncated"],
+                parts.get("NextPartNumberMarker"))}
+        uploads, err = target.call("list_multipart_uploads", Prefix=op["key"])
+        out["ListUploads"] = error(err) if err else [u["Key"] for u in uploads.get("Uploads", [])]
+        _, err = target.call("abort_multipart_upload", Key=op["key"], UploadId=upload)
+        out["Abort"] = err
+        _, err = target.call("abort_multipart_upload", Key=op["key"], UploadId=upload)
+        out["AbortAgain"] = err
+        return out
+    raise AssertionError(f"unknown operation {name}")
+
+
+def list_all(target, op):
+    """Every page of a listing, following the target's own markers (at most 12 pages)."""
+    name, params = op["name"], dict(op["params"])
+    method = {"list_v2": "list_objects_v2", "list_v1": "list_objects", "list_versions": "list_object_versions"}[name]
+    fields = {"list_v2": ["StartAfter"], "list_v1": ["Marker", "NextMarker"],
+              "list_versions": ["KeyMarker", "NextKeyMarker", "VersionIdMarker", "NextVersionIdMarker"]}[name]
+    pages = []
+    for _ in range(12):
+        page, err = target.call(method, **params)
+        if err:
+            pages.append(error(err))
+            break
+        pages.append(normalise_listing(target, page, fields))
+        if not page.get("IsTruncated") or params.get("MaxKeys") == 0:
+            break
+        if name == "list_v2":
+            params["ContinuationToken"] = page["NextContinuationToken"]
+        elif name == "list_v1":
+            marker = page.get("NextMarker") or (page["Contents"][-1]["Key"] if page.get("Contents") else None)
+            if marker is None:
+                break
+            params["Marker"] = urllib.parse.unquote_plus(marker) if params.get("EncodingType") else marker
+        else:
+            params["KeyMarker"] = page.get("NextKeyMarker", "")
+            params["VersionIdMarker"] = page.get("NextVersionIdMarker", "")
+            if params.get("EncodingType"):
+                params["KeyMarker"] = urllib.parse.unquote_plus(params["KeyMarker"])
+    return {"pages": pages}
+
+
+def multipart(target, op):
+    out = {}
+    created, err = target.call("create_multipart_upload", Key=op["key"])
+    if err:
+        return error(err)
+    upload = created["UploadId"]
+    etags = []
+    for number, body in enumerate(op["parts"], start=1):
+        if op["resend_part"] and number == 1:
+            target.call("upload_part", Key=op["key"], UploadId=upload, PartNumber=1, Body=b"first try " + body[:100])
+        part, err = target.call("upload_part", Key=op["key"], UploadId=upload, PartNumber=number, Body=body)
+        if err:
+            out[f"part{number}"] = err
+            etags.append('"none"')
+        else:
+            etags.append(part["ETag"])
+    out["PartETags"] = etags
+    parts = [{"PartNumber": n, "ETag": '"00000000000000000000000000000000"' if op["bad_etag"] and n == 1 else e}
+             for n, e in enumerate(etags, start=1)]
+    if op["descending"]:
+        parts.reverse()
+    headers = {"If-None-Match": "*"} if op["if_none_match"] else None
+    done, err = target.call("complete_multipart_upload", headers=headers, Key=op["key"], UploadId=upload,
+                            MultipartUpload={"Parts": parts})
+    out["Complete"] = error(err) if err else {"ETag": done["ETag"], "VersionId": target.version(done.get("VersionId"))}
+    if op["retry_complete"]:
+        again, err = target.call("complete_multipart_upload", Key=op["key"], UploadId=upload,
+                                 MultipartUpload={"Parts": parts})
+        out["CompleteAgain"] = error(err) if err else {"ETag": again["ETag"]}
+    if err:
+        target.call("abort_multipart_upload", Key=op["key"], UploadId=upload)
+    got, err = target.call("get_object", Key=op["key"])
+    out["Get"] = error(err) if err else {"ETag": got["ETag"], "Body": hashlib.sha256(got["Body"].read()).hexdigest()}
+    return out
+
+
+def flatten(value, path=""):
+    """{'a.b[0]': leaf} for comparing nested results field by field."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{path}.{k}" if path else k))
+        return out
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        out = {f"{path}.len": len(value)}
+        for i, v in enumerate(value):
+            out.update(flatten(v, f"{path}[{i}]"))
+        return out
+    return {path: value}
+
+
+def differences(reference, other):
+    a, b = flatten(reference), flatten(other)
+    return [(field, a.get(field, "<absent>"), b.get(field, "<absent>"))
+            for field in sorted(set(a) | set(b), key=str) if a.get(field, "<absent>") != b.get(field, "<absent>")]
+
+
+def describe(op):
+    shown = {k: (f"<{len(v)} bytes>" if isinstance(v, bytes) else v) for k, v in op.items()}
+    if "parts" in op:
+        shown["parts"] = [len(p) for p in op["parts"]]
+    return repr(shown)[:400]
+
+
+def rgw_client():
+    endpoint = os.environ.get("S3_ENDPOINT")
+    if not endpoint:
+        raise unittest.SkipTest("no RGW: run under tests/s3/with-rgw.sh")
+    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=os.environ["S3_ACCESS_KEY"],
+                        aws_secret_access_key=os.environ["S3_SECRET_KEY"], region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                                      signature_version="s3v4"))
+
+
+class DifferentialTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.rgw = rgw_client()
+        cls.raw = Gateway()
+        cls.dedupe = Gateway(dedupe=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.raw.stop()
+        cls.dedupe.stop()
+
+    def test_seeds(self):
+        expected_seen, unexpected = {}, []
+        for seed in SEEDS:
+            bucket = f"diff-{seed}-{os.getpid()}"
+            targets = [Target("rgw", self.rgw, bucket), Target("keel-raw", boto3_client(self.raw, "http"), bucket),
+                       Target("keel-dedupe", boto3_client(self.dedupe, "http"), bucket)]
+            for t in targets:
+                t.s3.create_bucket(Bucket=bucket)
+            sequence = Sequence(seed)
+            for index in range(OPS):
+                op = sequence.next()
+                results = [run(t, op) for t in targets]
+                for ordinal in [v for v in targets[0].ordinal_of.values() if v not in sequence.versions]:
+                    if ordinal != "null":
+                        sequence.versions.append(ordinal)
+                if VERBOSE:
+                    print(f"seed {seed} #{index} {describe(op)}\n  " +
+                          "\n  ".join(f"{t.name}: {r}" for t, r in zip(targets, results)), flush=True)
+                where = f"seed {seed} op #{index} {describe(op)}"
+                for field, raw, dedupe in differences(results[1], results[2]):
+                    unexpected.append(f"{where}: keel-raw and keel-dedupe differ in {field}: {raw!r} / {dedupe!r}")
+                for field, rgw, keel in differences(results[0], results[1]):
+                    reason = expected(op, field, rgw, keel)
+                    if reason:
+                        expected_seen.setdefault(reason, []).append(f"{where} {field}: rgw {rgw!r} keel {keel!r}")
+                    else:
+                        unexpected.append(f"{where}: {field}: rgw {rgw!r}, keel {keel!r}")
+        for reason, seen in expected_seen.items():
+            print(f"expected difference ({len(seen)}x) {reason}\n  e.g. {seen[0][:600]}", file=sys.stderr)
+        if unexpected:
+            self.fail(f"{len(unexpected)} unexpected differences from RGW:\n" + "\n".join(unexpected[:60]))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,197 @@
+// ACLs and bucket policies of the gateway: canned ACLs, grant headers and
+// documents, evaluation with public-access-block's IgnorePublicAcls; policy
+// parsing, Allow/Deny by principal, action, resource, aws:SourceIp and
+// s3:prefix; routing of the access subresources.
+#include <catch2/catch.hpp>
+
+#include "gateway/acl.h"
+#include "gateway/bucket_policy.h"
+#include "gateway/request.h"
+#include "gateway/s3_error.h"
+#include "tests/unit/gateway_test_support.h"
+
+using namespace keel::gateway;
+
+namespace {
+
+const std::vector<User> kUsers = {{"alice", "AKIDA", "sa"}, {"bob", "AKIDB", "sb"}, {"carol", "AKIDC", "sc"}};
+
+const auto error_code = keel::test::s3_error_code;
+
+S3Request with_headers(NameValues headers) { return parse_request("PUT", "/bucket/key", std::move(headers), {}); }
+
+PolicyRequest ask(std::string action, std::string resource, std::string user, std::string ip = "10.1.2.3") {
+  return {std::move(action), std::move(resource), std::move(user), std::move(ip), false, ""};
+}
+
+}  // namespace
+
+TEST_CASE("acl: canned ACLs and who they let in", "[gateway][acl]") {
+  const Acl priv = canned_acl("private", "alice", "alice");
+  CHECK(acl_allows(priv, "alice", Permission::kWrite, false));
+  CHECK_FALSE(acl_allows(priv, "bob", Permission::kRead, false));
+  CHECK_FALSE(acl_allows(priv, "", Permission::kRead, false));
+  CHECK_FALSE(acl_is_public(priv));
+
+  const Acl public_read = canned_acl("public-read", "alice", "alice");
+  CHECK(acl_allows(public_read, "", Permission::kRead, false));
+  CHECK(acl_allows(public_read, "bob", Permission::kRead, false));
+  CHECK_FALSE(acl_allows(public_read, "", Permission::kWrite, false));
+  CHECK_FALSE(acl_allows(public_read, "", Permission::kRead, true));  // IgnorePublicAcls
+  CHECK(acl_is_public(public_read));
+
+  const Acl authenticated = canned_acl("authenticated-read", "alice", "alice");
+  CHECK(acl_allows(authenticated, "bob", Permission::kRead, false));
+  CHECK_FALSE(acl_allows(authenticated, "", Permission::kRead, false));
+
+  CHECK(acl_allows(canned_acl("public-read-write", "alice", "alice"), "", Permission::kWrite, false));
+  const Acl owner_full = canned_acl("bucket-owner-full-control", "bob", "alice");
+  CHECK(acl_allows(owner_full, "alice", Permission::kWriteAcp, false));
+  CHECK(acl_allows(owner_full, "bob", Permission::kReadAcp, false));
+  CHECK(error_code([] { canned_acl("world-writable", "alice", "alice"); }) == "InvalidArgument");
+}
+
+TEST_CASE("acl: grant headers, documents and the stored form", "[gateway][acl]") {
+  const auto requested = acl_from_headers(
+      with_headers({{"x-amz-grant-read", "id=\"" + canonical_id("bob") +
+                                             "\", uri=\"http://acs.amazonaws.com/groups/global/AuthenticatedUsers\""},
+                    {"x-amz-grant-write-acp", "id=\"" + canonical_id("carol") + "\""}}),
+      "alice", "alice", kUsers);
+  REQUIRE(requested.given);
+  CHECK(acl_allows(requested.acl, "bob", Permission::kRead, false));
+  CHECK(acl_allows(requested.acl, "carol", Permission::kRead, false));  // authenticated users
+  CHECK(acl_allows(requested.acl, "carol", Permission::kWriteAcp, false));
+  CHECK_FALSE(acl_allows(requested.acl, "bob", Permission::kWriteAcp, false));
+  CHECK_FALSE(acl_allows(requested.acl, "", Permission::kRead, false));
+
+  CHECK_FALSE(acl_from_headers(with_headers({}), "alice", "alice", kUsers).given);
+  CHECK(error_code([] {
+          acl_from_headers(with_headers({{"x-amz-acl", "private"}, {"x-amz-grant-read", "id=\"x\""}}), "a", "a", kUsers);
+        }) == "InvalidArgument");  // an unknown canonical id
+  CHECK(error_code([] {
+          acl_from_headers(with_headers({{"x-amz-acl", "private"}, {"x-amz-grant-read", "id=\"" + canonical_id("bob") + "\""}}),
+                           "alice", "alice", kUsers);
+        }) == "InvalidRequest");
+  CHECK(error_code([] {
+          acl_from_headers(with_headers({{"x-amz-grant-read", "emailAddress=\"a@b\""}}), "a", "a", kUsers);
+        }) == "InvalidArgument");
+
+  // The document round-trips through its parser; so does the stored form.
+  const std::string document = acl_document(requested.acl);
+  CHECK(document.find("<ID>" + canonical_id("bob") + "</ID>") != std::string::npos);
+  CHECK(document.find("xsi:type=\"Group\"") != std::string::npos);
+  CHECK(parse_acl_document(document, kUsers) == requested.acl);
+  CHECK(decode_acl(encode_acl(requested.acl)) == requested.acl);
+  CHECK(decode_acl(encode_acl(canned_acl("public-read-write", "bob", "bob"))) ==
+        canned_acl("public-read-write", "bob", "bob"));
+  CHECK(error_code([] { parse_acl_document("<Other/>", kUsers); }) == "MalformedACLError");
+  CHECK(error_code([] {
+          parse_acl_document("<AccessControlPolicy><Owner><ID>" + canonical_id("alice") +
+                                 "</ID></Owner><AccessControlList><Grant><Grantee><ID>" + canonical_id("bob") +
+                                 "</ID></Grantee><Permission>EVERYTHING</Permission></Grant></AccessControlList>"
+                                 "</AccessControlPolicy>",
+                             kUsers);
+        }) == "MalformedACLError");
+}
+
+TEST_CASE("policy: wildcards and address blocks", "[gateway][policy]") {
+  CHECK(wildcard_match("s3:get*", "s3:getobject"));
+  CHECK(wildcard_match("arn:aws:s3:::b/home/*/docs/?.txt", "arn:aws:s3:::b/home/ann/docs/a.txt"));
+  CHECK_FALSE(wildcard_match("arn:aws:s3:::b/home/*", "arn:aws:s3:::b/other"));
+  CHECK(wildcard_match("*", ""));
+  CHECK_FALSE(wildcard_match("a?", "a"));
+  CHECK(address_in_block("10.1.2.3", "10.0.0.0/8"));
+  CHECK_FALSE(address_in_block("11.1.2.3", "10.0.0.0/8"));
+  CHECK(address_in_block("192.168.1.7", "192.168.1.7"));
+  CHECK(address_in_block("2001:db8::1", "2001:db8::/32"));
+  CHECK_FALSE(address_in_block("10.1.2.3", "2001:db8::/32"));
+  CHECK_FALSE(address_in_block("garbage", "10.0.0.0/8"));
+  CHECK(policy_action(Operation::kListObjectsV2) == "s3:ListBucket");
+  CHECK(policy_action(Operation::kGetObject) == "s3:GetObject");
+  CHECK(policy_action(Operation::kUploadPart) == "s3:PutObject");
+}
+
+TEST_CASE("policy: Allow and Deny by principal, action, resource and conditions", "[gateway][policy]") {
+  const std::string json = R"({
+    "Version": "2012-10-17",
+    "Statement": [
+      {"Sid": "public", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+       "Resource": "arn:aws:s3:::photos/public/*"},
+      {"Effect": "Allow", "Principal": {"AWS": ["bob", "arn:aws:iam::123456789012:user/carol"]},
+       "Action": ["s3:ListBucket"], "Resource": "arn:aws:s3:::photos",
+       "Condition": {"StringLike": {"s3:prefix": ["home/bob/*", "shared/*"]}}},
+      {"Effect": "Allow", "Principal": {"CanonicalUser": ")" + canonical_id("bob") + R"("},
+       "Action": "s3:*", "Resource": "arn:aws:s3:::photos/home/bob/*"},
+      {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:*", "Resource": "arn:aws:s3:::photos/*",
+       "Condition": {"NotIpAddress": {"aws:SourceIp": ["10.0.0.0/8", "::1"]}}}
+    ]})";
+  const BucketPolicy policy = BucketPolicy::parse(json, "photos", kUsers);
+  CHECK(policy.is_public());
+  CHECK(policy.evaluate(ask("s3:GetObject", "arn:aws:s3:::photos/public/a.jpg", "")) == PolicyEffect::kAllow);
+  CHECK(policy.evaluate(ask("s3:GetObject", "arn:aws:s3:::photos/private/a.jpg", "")) == PolicyEffect::kNone);
+  CHECK(policy.evaluate(ask("s3:PutObject", "arn:aws:s3:::photos/public/a.jpg", "")) == PolicyEffect::kNone);
+  // Outside 10/8 everything on objects is denied, even what another statement allows.
+  CHECK(policy.evaluate(ask("s3:GetObject", "arn:aws:s3:::photos/public/a.jpg", "", "192.0.2.1")) ==
+        PolicyEffect::kDeny);
+  CHECK(policy.evaluate(ask("s3:GetObject", "arn:aws:s3:::photos/public/a.jpg", "", "::1")) == PolicyEffect::kAllow);
+  CHECK(policy.evaluate(ask("s3:DeleteObject", "arn:aws:s3:::photos/home/bob/x", "bob")) == PolicyEffect::kAllow);
+  CHECK(policy.evaluate(ask("s3:DeleteObject", "arn:aws:s3:::photos/home/bob/x", "carol")) == PolicyEffect::kNone);
+
+  PolicyRequest list = ask("s3:ListBucket", "arn:aws:s3:::photos", "carol");
+  CHECK(policy.evaluate(list) == PolicyEffect::kNone);  // no prefix: StringLike does not match
+  list.has_prefix = true;
+  list.prefix = "shared/2024/";
+  CHECK(policy.evaluate(list) == PolicyEffect::kAllow);
+  list.prefix = "home/alice/";
+  CHECK(policy.evaluate(list) == PolicyEffect::kNone);
+  list.user = "alice";
+  list.prefix = "shared/";
+  CHECK(policy.evaluate(list) == PolicyEffect::kNone);
+
+  const BucketPolicy restricted = BucketPolicy::parse(
+      R"({"Statement": {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*",
+          "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}})",
+      "b", kUsers);
+  CHECK_FALSE(restricted.is_public());
+}
+
+TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {
+  const auto code = [](const std::string& json) {
+    return error_code([&] { BucketPolicy::parse(json, "photos", kUsers); });
+  };
+  const std::string ok_statement = R"("Effect": "Allow", "Principal": "*", "Action": "s3:GetObject")";
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/*"}]})") == "");
+  CHECK(code("not json") == "MalformedPolicy");
+  CHECK(code(R"({"Version": "2012-10-17"})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::other/*"}]})") ==
+        "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{"Effect": "Maybe", "Principal": "*", "Action": "s3:GetObject",
+                 "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{"Effect": "Allow", "Principal": {"AWS": "mallory"}, "Action": "s3:GetObject",
+                 "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "ec2:RunInstances",
+                 "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/*",
+                 "Condition": {"DateGreaterThan": {"aws:CurrentTime": "2020-01-01T00:00:00Z"}}}]})") ==
+        "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/*",
+                 "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/99"}}}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "NotResource": "arn:aws:s3:::photos/*"}]})") ==
+        "MalformedPolicy");
+}
+
+TEST_CASE("routing: the access subresources", "[gateway][acl]") {
+  const auto op = [](const std::string& method, const std::string& target) {
+    return route(parse_request(method, target, {}, {}));
+  };
+  CHECK(op("GET", "/bk1?acl") == Operation::kGetBucketAcl);
+  CHECK(op("PUT", "/bk1?acl") == Operation::kPutBucketAcl);
+  CHECK(op("GET", "/bk1/k?acl") == Operation::kGetObjectAcl);
+  CHECK(op("PUT", "/bk1/k?acl&versionId=x") == Operation::kPutObjectAcl);
+  CHECK(op("GET", "/bk1?policy") == Operation::kGetBucketPolicy);
+  CHECK(op("DELETE", "/bk1?policy") == Operation::kDeleteBucketPolicy);
+  CHECK(op("PUT", "/bk1?ownershipControls") == Operation::kPutBucketOwnershipControls);
+  CHECK(op("DELETE", "/bk1?publicAccessBlock") == Operation::kDeletePublicAccessBlock);
+  CHECK(error_code([&] { op("DELETE", "/bk1?acl"); }) == "MethodNotAllowed");
+  CHECK(takes_body(Operation::kPutBucketPolicy));
+}
