@@ -37,7 +37,6 @@ int guarded(const char* path, Fn&& fn) {
 
 void* op_init(fuse_conn_info*, fuse_config* cfg) {
   cfg->kernel_cache = 1;  // a snapshot's files never change: keep their pages
-  cfg->nullpath_ok = 1;   // reads go through the open file, not the path
   cfg->entry_timeout = cfg->attr_timeout = 1.0;  // new snapshots appear within a second
   return fuse_get_context()->private_data;
 }

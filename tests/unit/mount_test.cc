@@ -80,7 +80,7 @@ class MemorySource : public MountSource {
     e.content = std::move(refs);
     return e;
   }
-  catalog::SnapshotRecord& snapshot(int64_t time_s, const std::string& host, std::vector<std::string> tags, Id root) {
+  catalog::SnapshotRecord snapshot(int64_t time_s, const std::string& host, std::vector<std::string> tags, Id root) {
     catalog::SnapshotRecord s;
     s.id = Id::random();
     s.time_ns = time_s * 1'000'000'000;
@@ -231,8 +231,8 @@ TEST_CASE("ChunkCache fetches each chunk once, in parallel, within its bound", "
 TEST_CASE("SnapshotIndex names snapshots by time, unique, grouped by host and tag", "[mount]") {
   MemorySource src;
   Id root = src.add_tree({});
-  auto& first = src.snapshot(1'800'000'000, "db1", {"daily"}, root);
-  auto& twin = src.snapshot(1'800'000'000, "web/1", {"daily", "pre-upgrade"}, root);
+  auto first = src.snapshot(1'800'000'000, "db1", {"daily"}, root);
+  auto twin = src.snapshot(1'800'000'000, "web/1", {"daily", "pre-upgrade"}, root);
   src.snapshot(1'800'003'600, "db1", {}, root);
   SnapshotIndex index(src.records);
   REQUIRE(index.names.size() == 3);
@@ -269,8 +269,8 @@ TEST_CASE("SnapshotFs resolves the top levels and paths inside snapshots", "[mou
   dir.subtree = src.add_tree(docs);
   root.entries.push_back(dir);
   Id root_id = src.add_tree(root);
-  auto& old = src.snapshot(1'800'000'000, "db1", {"daily"}, root_id);
-  auto& newest = src.snapshot(1'800'003'600, "web", {}, root_id);
+  src.snapshot(1'800'000'000, "db1", {"daily"}, root_id);
+  auto newest = src.snapshot(1'800'003'600, "web", {}, root_id);
   SnapshotFs sfs(src, MountOptions{});
   const std::string snap = "/snapshots/2027-01-15T09:00:00Z";
 
@@ -306,7 +306,6 @@ TEST_CASE("SnapshotFs resolves the top levels and paths inside snapshots", "[mou
   CHECK(names(snap + "/docs") ==
         std::vector<std::string>{"a file with spaces.txt", "link", "sparse", "\xc3\xa9t\xc3\xa9.txt"});
   CHECK_FALSE(sfs.list(snap + "/docs/sparse", [](const TreeEntry&) {}));
-  (void)old;
 
   struct stat st = sfs.attributes(*sfs.resolve(snap + "/docs/sparse"));
   CHECK(S_ISREG(st.st_mode));
