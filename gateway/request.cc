@@ -185,6 +185,11 @@ Operation route(const S3Request& r) {
   }
   if (r.key.empty()) {
     if (const auto access = route_bucket_access(r)) return *access;
+    if (r.has_query("tagging")) {
+      if (m == "GET") return Operation::kGetBucketTagging;
+      if (m == "PUT") return Operation::kPutBucketTagging;
+      if (m == "DELETE") return Operation::kDeleteBucketTagging;
+    }
     if (m == "GET") {
       if (r.has_query("location")) return Operation::kGetBucketLocation;
       if (r.has_query("uploads")) return Operation::kListMultipartUploads;
@@ -193,11 +198,6 @@ Operation route(const S3Request& r) {
       if (r.has_query("object-lock")) return Operation::kGetObjectLockConfiguration;
       refuse_unsupported_subresources(r);
       return r.query_value("list-type") == "2" ? Operation::kListObjectsV2 : Operation::kListObjects;
-    }
-    if (r.has_query("tagging")) {
-      if (m == "GET") return Operation::kGetBucketTagging;
-      if (m == "PUT") return Operation::kPutBucketTagging;
-      if (m == "DELETE") return Operation::kDeleteBucketTagging;
     }
     if (m == "POST" && r.has_query("delete")) return Operation::kDeleteObjects;
     if (m == "PUT" && r.has_query("versioning")) return Operation::kPutBucketVersioning;
