@@ -370,9 +370,10 @@ def run(target, op):
         result, err = target.call("delete_objects", Delete={"Objects": objects, "Quiet": op["quiet"]})
         if err:
             return error(err)
-        return {"Deleted": sorted((d["Key"], target.version(d.get("VersionId")), d.get("DeleteMarker"),
-                                   target.version(d.get("DeleteMarkerVersionId"))) for d in result.get("Deleted", [])),
-                "Errors": sorted((e["Key"], e["Code"]) for e in result.get("Errors", []))}
+        return {"Deleted": sorted(((d["Key"], target.version(d.get("VersionId")), d.get("DeleteMarker"),
+                                    target.version(d.get("DeleteMarkerVersionId"))) for d in result.get("Deleted", [])),
+                                  key=repr),
+                "Errors": sorted(((e["Key"], e["Code"]) for e in result.get("Errors", [])), key=repr)}
     if name == "copy":
         params = {"Key": op["key"], "CopySource": {"Bucket": target.bucket, "Key": op["source"]},
                   "MetadataDirective": op["directive"], **op.get("condition", {})}
