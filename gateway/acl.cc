@@ -21,6 +21,9 @@ namespace {
 constexpr std::string_view kAllUsersUri = "http://acs.amazonaws.com/groups/global/AllUsers";
 constexpr std::string_view kAuthenticatedUri = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
 constexpr std::string_view kXmlns = "http://s3.amazonaws.com/doc/2006-03-01/";
+// Element names no S3 document uses, replaced by <Grantee xsi:type=...> once written.
+constexpr std::string_view kUserGrantee = "KeelGranteeCanonicalUser";
+constexpr std::string_view kGroupGrantee = "KeelGranteeGroup";
 
 struct PermissionName {
   Permission permission;
@@ -131,19 +134,25 @@ std::string acl_document(const Acl& acl) {
   xml.open("AccessControlList");
   for (const auto& grant : acl.grants) {
     xml.open("Grant");
-    // The xsi:type attribute, written by hand: XmlWriter's open() takes only a namespace.
     if (grant.to == Grant::To::kUser) {
-      xml.open("Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\"");
-      xml.element("ID", canonical_id(grant.user)).element("DisplayName", grant.user);
+      xml.open(kUserGrantee).element("ID", canonical_id(grant.user)).element("DisplayName", grant.user);
     } else {
-      xml.open("Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"Group\"");
-      xml.element("URI", grant.to == Grant::To::kAllUsers ? kAllUsersUri : kAuthenticatedUri);
+      xml.open(kGroupGrantee).element("URI", grant.to == Grant::To::kAllUsers ? kAllUsersUri : kAuthenticatedUri);
     }
     xml.close();
     xml.element("Permission", permission_name(grant.permission));
     xml.close();
   }
-  return xml.finish();
+  // XmlWriter writes no attributes but a namespace: the Grantee's xsi:type goes in afterwards.
+  std::string document = xml.finish();
+  for (const auto& [placeholder, type] : {std::pair{kUserGrantee, "CanonicalUser"}, std::pair{kGroupGrantee, "Group"}}) {
+    const std::string open = "<" + std::string(placeholder) + ">", close = "</" + std::string(placeholder) + ">";
+    const std::string attributed =
+        "<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"" + std::string(type) + "\">";
+    for (size_t at; (at = document.find(open)) != std::string::npos;) document.replace(at, open.size(), attributed);
+    for (size_t at; (at = document.find(close)) != std::string::npos;) document.replace(at, close.size(), "</Grantee>");
+  }
+  return document;
 }
 
 Acl parse_acl_document(const std::string& body, const std::vector<User>& users) {

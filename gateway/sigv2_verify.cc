@@ -124,7 +124,7 @@ std::time_t parse_http_date(const std::string& text) {
   return timegm(&tm);
 }
 
-std::string sigv2_string_to_sign(const S3Request& request, const std::string& date) {
+std::string sigv2_string_to_sign(const S3Request& request, const std::string& date, bool bucket_slash) {
   std::string out = request.method + "\n" + request.header("content-md5") + "\n" + request.header("content-type") +
                     "\n" + date + "\n";
   std::map<std::string, std::string> amz;  // sorted by name; repeated headers joined with ','
@@ -135,8 +135,9 @@ std::string sigv2_string_to_sign(const S3Request& request, const std::string& da
   }
   for (const auto& [name, value] : amz) out += name + ":" + value + "\n";
   // The resource as the client addressed it (still percent-encoded), with the bucket of a virtual host.
-  const std::string path = request.target.substr(0, request.target.find('?'));
+  std::string path = request.target.substr(0, request.target.find('?'));
   if (request.virtual_hosted) out += "/" + request.bucket;
+  if (bucket_slash && request.key.empty() && !request.bucket.empty() && !path.ends_with('/')) path += '/';
   out += path;
   std::vector<std::pair<std::string, std::string>> subresources;
   for (const auto& parameter : request.query) {
@@ -183,8 +184,10 @@ Authentication authenticate_v2(const S3Request& request, const std::vector<User>
   std::string to_sign;
   bool matched = false;
   for (const auto& date : dates) {
-    to_sign = sigv2_string_to_sign(request, date);
-    if (same(sigv2_signature(user->secret_key, to_sign), claim.signature)) matched = true;
+    for (const bool bucket_slash : {false, true}) {
+      to_sign = sigv2_string_to_sign(request, date, bucket_slash);
+      if (same(sigv2_signature(user->secret_key, to_sign), claim.signature)) matched = true;
+    }
   }
   if (!matched) {
     S3Error error("SignatureDoesNotMatch",

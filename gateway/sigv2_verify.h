@@ -26,7 +26,9 @@ Authentication authenticate_v2(const S3Request& request, const std::vector<User>
 
 // The string a V2 signature covers; `date` is the Date header's value, or the
 // Expires parameter of a query-string URL ("" when x-amz-date stands in).
-std::string sigv2_string_to_sign(const S3Request& request, const std::string& date);
+// `bucket_slash`: a request on a bucket names it "/bucket/" (as botocore signs
+// path-style requests) rather than "/bucket".
+std::string sigv2_string_to_sign(const S3Request& request, const std::string& date, bool bucket_slash = false);
 
 // Base64 HMAC-SHA1 of `to_sign` under `secret`.
 std::string sigv2_signature(const std::string& secret, const std::string& to_sign);

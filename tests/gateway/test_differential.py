@@ -59,7 +59,38 @@ DELIMITERS = ["/", " ", "%", "b", "é", "/b"]
 
 # Differences keel does not share with RGW, matched by operation and field.
 # reason: "deliberate: ..." (documented in docs/gateway.md) or "TODO issue 17 (h17a): ..." (to be fixed).
-EXPECTED_DIFFERENCES = []
+EXPECTED_DIFFERENCES = [
+    # Deliberate: keel follows AWS where RGW 16 does not (docs/gateway.md, "Differential testing").
+    {"ops": ["multipart"], "field": r"Complete\.ETag", "match": lambda op, rgw, keel: rgw == "",
+     "reason": "deliberate: RGW 16 answers CompleteMultipartUpload with an empty ETag; keel sends the quoted one, as AWS"},
+    {"ops": ["multipart"], "field": r"Complete\.error\..*",
+     "match": lambda op, rgw, keel: rgw in ("ResponseParserError", None) and len(op["key"].encode()) >= 1000,
+     "reason": "deliberate: RGW 16 writes garbage into <Location> of CompleteMultipartUpload for keys near 1024 bytes"},
+    {"ops": ["put_conditional"], "field": r".*", "match": lambda op, rgw, keel: "If-Match" in op["headers"],
+     "reason": "deliberate: RGW 16 compares If-Match on PUT with the unquoted ETag, so the quoted form always fails"},
+    {"ops": ["get_version", "delete_version"], "field": r"error\.Code",
+     "match": lambda op, rgw, keel: rgw == "NoSuchKey" and keel == "NoSuchVersion",
+     "reason": "deliberate: a version id that does not exist is NoSuchVersion on AWS; RGW says NoSuchKey"},
+    # To be fixed in issue 17 (h17a: object semantics).
+    {"ops": ["put_conditional"], "field": r".*", "match": lambda op, rgw, keel: "If-None-Match" in op["headers"],
+     "reason": "TODO issue 17 (h17a): conditional writes (If-None-Match: * on PutObject)"},
+    {"ops": ["get", "head"], "field": r".*",
+     "match": lambda op, rgw, keel: any(k in op["params"] for k in ("IfModifiedSince", "IfUnmodifiedSince")),
+     "reason": "TODO issue 17 (h17a): If-Modified-Since / If-Unmodified-Since on GET and HEAD"},
+    {"ops": ["copy"], "field": r".*", "match": lambda op, rgw, keel: "condition" in op,
+     "reason": "TODO issue 17 (h17a): x-amz-copy-source-if-* on CopyObject"},
+    {"ops": ["multipart"], "field": r"CompleteAgain\..*",
+     "reason": "TODO issue 17 (h17a): a re-sent CompleteMultipartUpload answers success with the same ETag"},
+    {"ops": ["multipart"], "field": r"Complete\..*", "match": lambda op, rgw, keel: op["if_none_match"],
+     "reason": "TODO issue 17 (h17a): If-None-Match on CompleteMultipartUpload"},
+    {"ops": ["list_v1", "list_v2", "list_versions"], "field": r"pages\[\d+\]\.(CommonPrefixes|Contents|Versions|"
+     r"DeleteMarkers|NextMarker|Marker|StartAfter|KeyMarker|NextKeyMarker|Prefix|Delimiter)",
+     "match": lambda op, rgw, keel: op["params"].get("EncodingType") == "url",
+     "reason": "TODO issue 17 (h17a): encoding-type=url: which fields and characters are encoded (RGW leaves "
+               "CommonPrefixes plain and encodes '/')"},
+    {"ops": ["list_v2"], "field": r"pages\[\d+\]\.KeyCount",
+     "reason": "TODO issue 17 (h17a): ListObjectsV2 KeyCount counts common prefixes too"},
+]
 
 
 def expected(op, field, rgw, keel):
@@ -370,9 +401,10 @@ def run(target, op):
         result, err = target.call("delete_objects", Delete={"Objects": objects, "Quiet": op["quiet"]})
         if err:
             return error(err)
-        return {"Deleted": sorted((d["Key"], target.version(d.get("VersionId")), d.get("DeleteMarker"),
-                                   target.version(d.get("DeleteMarkerVersionId"))) for d in result.get("Deleted", [])),
-                "Errors": sorted((e["Key"], e["Code"]) for e in result.get("Errors", []))}
+        return {"Deleted": sorted(((d["Key"], target.version(d.get("VersionId")), d.get("DeleteMarker"),
+                                    target.version(d.get("DeleteMarkerVersionId"))) for d in result.get("Deleted", [])),
+                                  key=repr),
+                "Errors": sorted(((e["Key"], e["Code"]) for e in result.get("Errors", [])), key=repr)}
     if name == "copy":
         params = {"Key": op["key"], "CopySource": {"Bucket": target.bucket, "Key": op["source"]},
                   "MetadataDirective": op["directive"], **op.get("condition", {})}
@@ -558,7 +590,14 @@ class DifferentialTest(unittest.TestCase):
         for reason, seen in expected_seen.items():
             print(f"expected difference ({len(seen)}x) {reason}\n  e.g. {seen[0][:600]}", file=sys.stderr)
         if unexpected:
-            self.fail(f"{len(unexpected)} unexpected differences from RGW:\n" + "\n".join(unexpected[:60]))
+            kinds = {}
+            for line in unexpected:
+                kind = re.sub(r"\[\d+\]", "[]", re.sub(r"^seed \d+ op #\d+ \{'name': '(\w+)'.*\}: ([^:]+): .*", r"\1 \2", line))
+                kinds[kind] = kinds.get(kind, 0) + 1
+            summary = "\n".join(f"  {n} x {kind}" for kind, n in sorted(kinds.items(), key=lambda k: -k[1]))
+            self.fail(f"{len(unexpected)} unexpected differences from RGW, by operation and field:\n{summary}\n"
+                      "the first of them (a difference early in a seed can change the state that later ones see):\n" +
+                      "\n".join(unexpected[:60]))
 
 
 if __name__ == "__main__":

@@ -88,6 +88,9 @@ TEST_CASE("sigv2: subresources, amz headers and errors", "[gateway][sigv2]") {
                             {"content-md5", "MD5=="}});
   CHECK(sigv2_string_to_sign(acl, "D") ==
         "GET\nMD5==\n\nD\nx-amz-meta-a:one,again\nx-amz-meta-b:two\n/bucket/a%20key?acl&versionId=v1");
+  const auto bucket_request = request("PUT", "/bucket?acl", {{"host", "s3.amazonaws.com"}});
+  CHECK(sigv2_string_to_sign(bucket_request, "D") == "PUT\n\n\nD\n/bucket?acl");
+  CHECK(sigv2_string_to_sign(bucket_request, "D", true) == "PUT\n\n\nD\n/bucket/?acl");
 
   const auto signed_get = [&](const std::string& key, std::time_t at_time, const std::string& secret) {
     NameValues headers = {{"host", "s3.amazonaws.com"}, {"date", "Tue, 27 Mar 2007 21:00:02 GMT"}};
