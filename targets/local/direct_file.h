@@ -8,8 +8,8 @@
 // until the neighbouring writes complete the block (parts of a pack arrive
 // in any order, from several threads). finish() writes what is left, the
 // file's last partial block, through the page cache. Where the file system
-// refuses O_DIRECT (tmpfs, some FUSE and network file systems), everything
-// goes through the page cache as before. Durability is the caller's fsync,
+// refuses O_DIRECT (tmpfs before Linux 6.6, some FUSE and network file
+// systems), everything goes through the page cache as before. Durability is the caller's fsync,
 // as for any file.
 #pragma once
 
