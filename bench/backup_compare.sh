@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # keel vs restic vs borg on the same data: a first backup, a backup after
-# mutate.py has changed ~5% of the bytes, and a full restore of the mutated
-# state, each timed (wall, CPU, peak RSS) with the repository size after it.
-# Every restore is checked against the source tree. See bench/README.md.
+# mutate.py has changed ~5% of the bytes, a full restore of the mutated state
+# and a check that reads every stored byte, each timed (wall, CPU, peak RSS)
+# with the repository size after it, on each dataset profile of
+# gen_dataset.py. Every restore is checked against the source tree. See
+# bench/README.md.
 set -euo pipefail
 
 bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -14,13 +16,16 @@ usage() {
 usage: bench/backup_compare.sh [options]
   --size-gib N      dataset size in GiB (default 2)
   --seed N          dataset seed for gen_dataset.py (default 1)
+  --datasets LIST   comma-separated gen_dataset.py profiles, each measured and
+                    reported on its own (default: mixed,kind)
   --tools LIST      comma-separated subset of keel,restic,borg (default: all three)
-  --repeat R        run everything R times and report medians (default 1)
+  --repeat R        run everything R times and report medians (default 1); the
+                    tools take turns in reverse order on even repetitions
   --work DIR        scratch directory (default: a new one under \${TMPDIR:-/tmp});
                     must be empty or absent; removed at the end unless --keep
   --keel PATH       keel binary (default: \$KEEL_BIN or build/cli/keel)
   --keep            keep the scratch directory (dataset, repositories)
-  --smoke           a ~40 MiB dataset, one repetition, for CI: fails on any
+  --smoke           ~20 MiB of each dataset, one repetition, for CI: fails on any
                     command failure or restore mismatch; tools that are not
                     installed are skipped
   -h, --help        this text
@@ -31,12 +36,13 @@ EOF
 
 die() { echo "backup_compare.sh: $*" >&2; exit 1; }
 
-size_gib=2 seed=1 tools="" repeat=1 work="" keep=0 smoke=0
+size_gib=2 seed=1 tools="" repeat=1 work="" keep=0 smoke=0 datasets=mixed,kind
 keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 while (($#)); do
   case $1 in
     --size-gib) size_gib=${2:?--size-gib needs a value}; shift 2 ;;
     --seed) seed=${2:?--seed needs a value}; shift 2 ;;
+    --datasets) datasets=${2:?--datasets needs a value}; shift 2 ;;
     --tools) tools=${2:?--tools needs a value}; shift 2 ;;
     --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
     --work) work=${2:?--work needs a value}; shift 2 ;;
@@ -51,7 +57,7 @@ done
 
 report_name=backup_compare
 if ((smoke)); then
-  size_gib=0.0390625  # 40 MiB
+  size_gib=0.01953125  # 20 MiB
   repeat=1
   report_name=backup_compare_smoke
 fi
@@ -135,17 +141,17 @@ tool_init() {
   esac
 }
 
-# Runs one timed phase: measure REP PHASE TOOL DATA_BYTES [--cwd DIR] -- COMMAND...
+# Runs one timed phase on $dataset: measure REP PHASE TOOL DATA_BYTES [--cwd DIR] -- COMMAND...
 measure() {
-  local rep=$1 phase=$2 tool=$3 bytes=$4
+  local rep=$1 phase=$2 tool=$3 bytes=$4 log="$out_dir/logs/$dataset-$1-$3-$2.log"
   shift 4
   # Write back what the previous step left dirty (the generator, mutate, the
   # previous tool), so that no tool pays for another's writes.
   sync
   python3 "$bench_dir/measure.py" --records "$records" --rep "$rep" --phase "$phase" \
-    --tool "$tool" --data-bytes "$bytes" --repo "$work/$tool/repo" \
-    --cache "$work/$tool/cache" --log "$out_dir/logs/$rep-$tool-$phase.log" "$@" ||
-    die "$tool $phase failed (log: $out_dir/logs/$rep-$tool-$phase.log)"
+    --tool "$tool" --dataset "$dataset" --data-bytes "$bytes" --repo "$work/$tool/repo" \
+    --cache "$work/$tool/cache" --log "$log" "$@" ||
+    die "$tool $phase on $dataset failed (log: $log)"
 }
 
 # Times one backup: backup_phase REP PHASE TOOL DATA_BYTES (PHASE names borg's archive).
@@ -174,59 +180,86 @@ restore_phase() {
   esac
 }
 
+# Times a check that reads and verifies every stored byte.
+check_phase() {
+  local rep=$1 tool=$2 bytes=$3 repo="$work/$2/repo"
+  case $tool in
+    keel) measure "$rep" check keel "$bytes" -- "$keel_bin" check --repo "$repo" --read-data ;;
+    restic) measure "$rep" check restic "$bytes" -- restic --repo "$repo" check --read-data ;;
+    borg) measure "$rep" check borg "$bytes" -- borg check --verify-data "$repo" ;;
+  esac
+}
+
 data_bytes() { python3 "$bench_dir/tree_compare.py" stats "$data" | cut -d' ' -f2; }
 
 # --- the runs ---------------------------------------------------------------
-echo "tools: $tools; dataset ${size_gib} GiB, seed $seed; $repeat repetition(s); scratch $work"
-started=$SECONDS
+IFS=, read -ra dataset_list <<<"$datasets"
+echo "tools: $tools; datasets $datasets, ${size_gib} GiB each, seed $seed; $repeat repetition(s); scratch $work"
+started=$SECONDS load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 mismatches=0
+# Each dataset is generated once; every repetition backs up a fresh copy.
+for dataset in "${dataset_list[@]}"; do
+  python3 "$bench_dir/gen_dataset.py" "$work/pristine-$dataset" --profile "$dataset" \
+    --size-gib "$size_gib" --seed "$seed" || die "gen_dataset.py --profile $dataset failed"
+done
 for ((rep = 1; rep <= repeat; rep++)); do
-  echo "== repetition $rep/$repeat"
-  rm -rf "$data" "$work"/{keel,restic,borg}
-  python3 "$bench_dir/gen_dataset.py" "$data" --size-gib "$size_gib" --seed "$seed"
-  bytes=$(data_bytes)
+  order=("${selected[@]}")
+  if ((rep % 2 == 0)); then  # alternate, so that no tool always runs first
+    order=()
+    for ((i = ${#selected[@]} - 1; i >= 0; i--)); do order+=("${selected[$i]}"); done
+  fi
+  for dataset in "${dataset_list[@]}"; do
+    echo "== repetition $rep/$repeat, dataset $dataset, order ${order[*]}"
+    rm -rf "$data" "$work"/{keel,restic,borg}
+    cp -a "$work/pristine-$dataset" "$data"
+    bytes=$(data_bytes)
 
-  # Phases run tool after tool on the same data, in the same order every time.
-  for tool in "${selected[@]}"; do
-    mkdir -p "$work/$tool/cache" "$work/$tool/restore"
-    tool_init "$tool" >"$out_dir/logs/$rep-$tool-init.log" 2>&1 ||
-      die "$tool init failed (log: $out_dir/logs/$rep-$tool-init.log)"
-    backup_phase "$rep" initial "$tool" "$bytes"
-  done
+    for tool in "${order[@]}"; do
+      mkdir -p "$work/$tool/cache" "$work/$tool/restore"
+      tool_init "$tool" >"$out_dir/logs/$dataset-$rep-$tool-init.log" 2>&1 ||
+        die "$tool init failed (log: $out_dir/logs/$dataset-$rep-$tool-init.log)"
+      backup_phase "$rep" initial "$tool" "$bytes"
+    done
 
-  python3 "$bench_dir/mutate.py" "$data" --seed $((seed + 1))
-  bytes=$(data_bytes)
-  python3 "$bench_dir/tree_compare.py" digest "$data" "$work/source.digest"
+    python3 "$bench_dir/mutate.py" "$data" --seed $((seed + 1))
+    bytes=$(data_bytes)
+    python3 "$bench_dir/tree_compare.py" digest "$data" "$work/source.digest"
 
-  for tool in "${selected[@]}"; do
-    backup_phase "$rep" incremental "$tool" "$bytes"
-  done
+    for tool in "${order[@]}"; do
+      backup_phase "$rep" incremental "$tool" "$bytes"
+    done
 
-  for tool in "${selected[@]}"; do
-    restore_phase "$rep" "$tool" "$bytes"
-    target="$work/$tool/restore"
-    # All three restore the dataset at its full path under the target.
-    if python3 "$bench_dir/tree_compare.py" check "$work/source.digest" "$target$data" \
-        >"$work/check.txt"; then
-      result=OK
-    else
-      result=MISMATCH
-      mismatches=$((mismatches + 1))
-    fi
-    echo "  $tool restore: $(head -n 11 "$work/check.txt")"
-    echo "$rep $tool $result" >>"$verify"
-    rm -rf "$target"
+    for tool in "${order[@]}"; do
+      restore_phase "$rep" "$tool" "$bytes"
+      target="$work/$tool/restore"
+      # All three restore the dataset at its full path under the target.
+      if python3 "$bench_dir/tree_compare.py" check "$work/source.digest" "$target$data" \
+          >"$work/check.txt"; then
+        result=OK
+      else
+        result=MISMATCH
+        mismatches=$((mismatches + 1))
+      fi
+      echo "  $tool restore: $(head -n 11 "$work/check.txt")"
+      echo "$dataset $rep $tool $result" >>"$verify"
+      rm -rf "$target"
+    done
+
+    for tool in "${order[@]}"; do
+      check_phase "$rep" "$tool" "$bytes"
+    done
   done
 done
 
 # --- the report ---------------------------------------------------------------
 echo
-notes=("dataset: gen_dataset.py --size-gib $size_gib --seed $seed, then mutate.py --seed $((seed + 1)); $(python3 "$bench_dir/tree_compare.py" stats "$data" | awk '{printf "%d files, %.1f MiB after mutation", $1, $2 / 1048576}')"
-       "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(date -u +%Y-%m-%d)")
+notes=("datasets: gen_dataset.py --profile $datasets --size-gib $size_gib --seed $seed, then mutate.py --seed $((seed + 1)); $(for d in "${dataset_list[@]}"; do python3 "$bench_dir/tree_compare.py" stats "$work/pristine-$d" | awk -v d="$d" '{printf "%s: %d files, %.1f MiB before mutation; ", d, $1, $2 / 1048576}'; done)"
+       "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(date -u +%Y-%m-%d); load average $load_at_start at the start, $(cut -d' ' -f1 /proc/loadavg) at the end")
 for tool in "${selected[@]}"; do notes+=("$tool: $(tool_version "$tool")"); done
 note_args=()
 for note in "${notes[@]}"; do note_args+=(--note "$note"); done
 python3 "$bench_dir/report.py" --records "$records" --verify "$verify" --tools "$tools" \
+  --datasets "$datasets" \
   --markdown "$out_dir/$report_name.md" "${note_args[@]}"
 echo "wrote $out_dir/$report_name.md in $((SECONDS - started)) s"
 

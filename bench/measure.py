@@ -37,6 +37,7 @@ def main():
     parser.add_argument("--rep", type=int, required=True, help="repetition number")
     parser.add_argument("--phase", required=True)
     parser.add_argument("--tool", required=True)
+    parser.add_argument("--dataset", default="", help="which dataset (for reports with several)")
     parser.add_argument("--data-bytes", type=int, required=True,
                         help="dataset bytes this phase processes (for MB/s)")
     parser.add_argument("--repo", required=True, help="repository directory to size")
@@ -67,7 +68,7 @@ def main():
         return status
 
     record = {
-        "rep": args.rep, "phase": args.phase, "tool": args.tool,
+        "rep": args.rep, "phase": args.phase, "tool": args.tool, "dataset": args.dataset,
         "data_bytes": args.data_bytes,
         "wall_s": wall, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
         "max_rss_kib": usage.ru_maxrss,  # Linux reports KiB

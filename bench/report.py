@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Turn backup_compare.sh's measurements into a table (text and markdown).
 
-Reads the JSON lines measure.py wrote (one per tool, phase and repetition) and
-the restore verifications, takes the median of each figure over repetitions,
-and adds ratio rows comparing keel with each other tool.
+Reads the JSON lines measure.py wrote (one per dataset, tool, phase and
+repetition) and the restore verifications, takes the median of each figure
+over repetitions, and adds ratio rows comparing keel with each other tool:
+one table per dataset.
 """
 
 import argparse
@@ -14,6 +15,8 @@ import sys
 PHASES = (("initial", "first backup"),
           ("incremental", "backup after mutate"),
           ("restore", "restore (mutated)"))
+# backup_compare.sh also times this; s3_compare.sh does not.
+CHECK_PHASES = PHASES + (("check", "check --read-data"),)
 HEADERS = ("phase", "tool", "wall s", "MB/s", "CPU s", "CPU s/GB", "cores",
            "peak RSS MiB", "repo MiB", "cache MiB")
 MB, GB, MIB = 1e6, 1e9, 1024 * 1024
@@ -43,8 +46,8 @@ def medians(records):
     return result
 
 
-def rows(figures, tools):
-    for phase, label in PHASES:
+def rows(figures, tools, phases=PHASES):
+    for phase, label in phases:
         for tool in tools:
             f = figures.get((phase, tool))
             if f:
@@ -83,8 +86,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", required=True, help="measure.py's JSON lines")
     parser.add_argument("--verify", required=True,
-                        help="lines 'REP TOOL OK|MISMATCH' from the restore checks")
+                        help="lines 'DATASET REP TOOL OK|MISMATCH' from the restore checks")
     parser.add_argument("--tools", required=True, help="comma-separated, in table order")
+    parser.add_argument("--datasets", required=True, help="comma-separated, in report order")
     parser.add_argument("--markdown", required=True, help="file to write the markdown to")
     parser.add_argument("--note", action="append", default=[],
                         help="a line for the header (repeatable)")
@@ -97,25 +101,31 @@ def main():
     tools = args.tools.split(",")
     repetitions = max((r["rep"] for r in records), default=0)
 
-    table = [HEADERS] + list(rows(medians(records), tools))
     verdicts = []
     for tool in tools:
-        results = [v[2] for v in verifications if v[1] == tool]
+        results = [v[3] for v in verifications if v[2] == tool]
         if results:
             verdict = "OK" if all(r == "OK" for r in results) else "MISMATCH"
             verdicts.append(f"{tool}: {verdict} ({results.count('OK')}/{len(results)} restores)")
-
     notes = args.note + [f"medians of {repetitions} repetition(s)",
                          "restore verification: " + "; ".join(verdicts)]
-    print(text_table(table))
-    print()
+
+    tables = []
+    for dataset in args.datasets.split(","):
+        figures = medians([r for r in records if r.get("dataset") == dataset])
+        tables.append((dataset, [HEADERS] + list(rows(figures, tools, CHECK_PHASES))))
+    for dataset, table in tables:
+        print(f"dataset {dataset}:")
+        print(text_table(table))
+        print()
     for note in notes:
         print(note)
 
     with open(args.markdown, "w") as md:
-        md.write("# keel vs restic vs borg: backup, incremental backup, restore\n\n")
+        md.write("# keel vs restic vs borg: backup, incremental backup, restore, check\n\n")
         md.write("\n".join(f"- {note}" for note in notes) + "\n\n")
-        md.write(markdown_table(table) + "\n\n")
+        for dataset, table in tables:
+            md.write(f"## dataset {dataset}\n\n" + markdown_table(table) + "\n\n")
         md.write("MB/s = dataset bytes / wall time (MB = 10^6 bytes); CPU s = user + system; "
                  "cores = CPU s / wall s; repo = `du -sb` of the repository after the phase; "
                  "cache = the tool's local cache or catalog. Ratio rows: MB/s above 1x means "

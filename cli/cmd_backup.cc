@@ -1,19 +1,21 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 
 #include "agents/fs/fs_source.h"
 #include "agents/stdin/stdin_source.h"
 #include "cli/backup_report.h"
 #include "cli/commands.h"
 #include "engine/backup.h"
+#include "engine/compress.h"
 #include "util/error.h"
 
 namespace keel::cli {
 
 int cmd_backup(App& app, const Args& args) {
   std::vector<std::string> paths, excludes, tags;
-  std::string stdin_name, host, parent;
+  std::string stdin_name, host, parent, compression;
   bool use_stdin = false, force = false, one_fs = false;
   size_t memory_mib = 256;
   po::options_description opts("keel backup [options] PATH...: store a snapshot of PATHs (or of stdin)");
@@ -27,7 +29,9 @@ int cmd_backup(App& app, const Args& args) {
       ("one-file-system,x", po::bool_switch(&one_fs), "stay on the file system of each PATH")
       ("stdin", po::bool_switch(&use_stdin), "back up standard input as one file")
       ("stdin-name", po::value(&stdin_name)->default_value("stdin"), "file name for --stdin")
-      ("memory", po::value(&memory_mib)->default_value(memory_mib), "MiB of data in flight at most");
+      ("memory", po::value(&memory_mib)->default_value(memory_mib), "MiB of data in flight at most")
+      ("compression", po::value(&compression),
+       "for this backup instead of the repository's: off, fast, default, max, or a zstd level (-7..19)");
   po::positional_options_description pos;
   pos.add("path", -1);
   po::variables_map vm;
@@ -37,6 +41,8 @@ int cmd_backup(App& app, const Args& args) {
   std::unique_ptr<engine::Source> source =
       use_stdin ? agents::stdin_stream::make_stream_source(STDIN_FILENO, stdin_name)
                 : agents::fs::make_fs_source(paths, agents::fs::FsOptions{.excludes = excludes, .one_file_system = one_fs});
+  const std::optional<int> level =
+      compression.empty() ? std::nullopt : std::optional<int>(engine::parse_compression(compression, "--compression"));
   auto repo = app.open_repository();
 
   engine::BackupOptions options;
@@ -46,6 +52,7 @@ int cmd_backup(App& app, const Args& args) {
   options.reread_unchanged = force;
   options.memory_budget = memory_mib << 20;
   options.cancel = &App::cancel;
+  options.compression_level = level;
   engine::BackupProgress progress;
   engine::BackupResult result;
   {

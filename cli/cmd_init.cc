@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "cli/json.h"
+#include "engine/compress.h"
 #include "engine/repository.h"
 #include "util/error.h"
 
@@ -12,21 +13,20 @@ int cmd_init(App& app, const Args& args) {
   uint32_t min_kib = config.chunker.min_size / 1024, avg_kib = config.chunker.avg_size / 1024,
            max_kib = config.chunker.max_size / 1024;
   uint64_t pack_mib = config.pack_size >> 20;
+  std::string compression = engine::compression_name(engine::kCompressionDefault);
   po::options_description opts("keel init [options]: create an encrypted repository");
   opts.add_options()
       ("chunk-min", po::value(&min_kib)->default_value(min_kib), "smallest chunk, KiB")
       ("chunk-avg", po::value(&avg_kib)->default_value(avg_kib), "average chunk, KiB (a power of two)")
       ("chunk-max", po::value(&max_kib)->default_value(max_kib), "largest chunk, KiB")
-      ("compression", po::value(&config.compression_level)->default_value(config.compression_level),
-       "zstd level, 0 to store raw")
+      ("compression", po::value(&compression)->default_value(compression),
+       "repository default: off, fast, default, max, or a zstd level (-7..19; 0 is off)")
       ("pack-size", po::value(&pack_mib)->default_value(pack_mib), "target pack size, MiB");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   config.chunker = {min_kib * 1024, avg_kib * 1024, max_kib * 1024};
   config.chunker.validate();
-  if (config.compression_level < 0 || config.compression_level > 19) {
-    throw Error(ErrorKind::kUsage, "--compression must be 0..19");
-  }
+  config.compression_level = engine::parse_compression(compression, "--compression");
   if (pack_mib < 1) throw Error(ErrorKind::kUsage, "--pack-size must be at least 1 MiB");
   config.pack_size = pack_mib << 20;
 

@@ -287,7 +287,7 @@ class BackupRun : public SourceSink {
     ref.chunk = chunk_id(repo_, data);
     if (!index_.claim(ref.chunk)) return;
     thread_local Bytes sealed;
-    seal_chunk(repo_, ref.chunk, data, sealed);
+    seal_chunk(repo_, ref.chunk, data, options_.compression_level.value_or(repo_.config().compression_level), sealed);
     progress_.bytes_added += sealed.size();
     ++progress_.chunks_added;
     packs_.add(catalog::BlobType::kData, ref.chunk, static_cast<uint32_t>(data.size()), sealed);

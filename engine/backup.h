@@ -30,6 +30,7 @@ struct BackupOptions {
   size_t memory_budget = 256ull << 20;  // chunks and parts in flight
   const std::atomic<bool>* cancel = nullptr;  // set (e.g. by SIGINT) to stop early
   bool copy_catalog = true;   // upload a copy of the catalog after the snapshot (catalog_copy.h)
+  std::optional<int> compression_level;  // empty: the repository's (compress.h)
 };
 
 // Live counters, updated by the run and read by a progress display.

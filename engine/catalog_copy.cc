@@ -99,7 +99,8 @@ CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep) {
   Bytes part(kMagic.begin(), kMagic.end()), plain(kFrameSize), packed, sealed;
   uint32_t part_number = 1;
   uint64_t part_offset = 0;
-  Compressor compressor(repo.config().compression_level > 0 ? repo.config().compression_level : 3);
+  Compressor compressor(repo.config().compression_level != kCompressionOff ? repo.config().compression_level
+                                                                           : kCompressionDefault);
   uint64_t done = 0;
   for (uint64_t index = 0;; ++index) {
     size_t n = pread_full(fd.get(), std::span<uint8_t>(plain).first(std::min<uint64_t>(kFrameSize, file_size - done)),

@@ -10,16 +10,15 @@ namespace keel::engine {
 
 Id chunk_id(const Repository& repo, ByteView chunk) { return keyed_id(repo.keys().id, chunk); }
 
-void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, Bytes& sealed) {
+void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int level, Bytes& sealed) {
   thread_local std::unique_ptr<Compressor> compressor;
-  thread_local int compressor_level = -1;
+  thread_local int compressor_level = kCompressionOff;
   thread_local Bytes scratch;
-  const int level = repo.config().compression_level;
-  if (level > 0 && compressor_level != level) {
+  if (level != kCompressionOff && compressor_level != level) {
     compressor = std::make_unique<Compressor>(level);
     compressor_level = level;
   }
-  seal_blob(repo.keys().data, level > 0 ? compressor.get() : nullptr, id, chunk, sealed, scratch);
+  seal_blob(repo.keys().data, level != kCompressionOff ? compressor.get() : nullptr, id, chunk, sealed, scratch);
 }
 
 }  // namespace keel::engine

@@ -1,5 +1,5 @@
-// How a repository stores one data chunk: sealed (zstd at the repository's
-// level when it shrinks the chunk, then AES-256-GCM under the data key with
+// How a repository stores one data chunk: sealed (zstd at the given level
+// when it shrinks the chunk, then AES-256-GCM under the data key with
 // the chunk's keyed id as associated data). Shared by backups and the
 // gateway's dedupe buckets so that both write the same blobs.
 #pragma once
@@ -13,8 +13,10 @@ namespace keel::engine {
 // The chunk's id: HMAC-SHA-256 under the repository's id key.
 Id chunk_id(const Repository& repo, ByteView chunk);
 
-// Replaces `sealed` with the stored form of `chunk`. Reuses a compressor and
-// a scratch buffer per thread, so callers on worker threads do not allocate.
-void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, Bytes& sealed);
+// Replaces `sealed` with the stored form of `chunk`, compressed at
+// `compression_level` (compress.h; usually the repository's). Reuses a
+// compressor and a scratch buffer per thread, so callers on worker threads do
+// not allocate.
+void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int compression_level, Bytes& sealed);
 
 }  // namespace keel::engine

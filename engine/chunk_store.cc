@@ -63,7 +63,7 @@ Id ChunkStore::Session::add(ByteView chunk) {
   std::exception_ptr error;
   try {
     thread_local Bytes sealed;
-    seal_chunk(*s.repo_, id, chunk, sealed);
+    seal_chunk(*s.repo_, id, chunk, s.repo_->config().compression_level, sealed);
     batch->packs.add(catalog::BlobType::kData, id, static_cast<uint32_t>(chunk.size()), sealed);
     s.stored_bytes_ += sealed.size();
   } catch (...) {

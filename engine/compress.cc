@@ -3,6 +3,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include <charconv>
 #include <cstring>
 #include <string>
 
@@ -38,13 +39,21 @@ constexpr size_t kProbeCapacity = kProbeSize - kProbeSize / 32;
 // Below this the probe would cost a large share of compressing everything.
 constexpr size_t kProbeMinInput = 2 * kProbeSize;
 
-CCtxPtr make_cctx(int level) {
+void set_parameter(ZSTD_CCtx* ctx, ZSTD_cParameter parameter, int value, const char* name) {
+  const size_t rc = ZSTD_CCtx_setParameter(ctx, parameter, value);
+  if (ZSTD_isError(rc)) {
+    throw Error(ErrorKind::kUsage, std::string("zstd: cannot set ") + name + " to " + std::to_string(value) + ": " +
+                                       ZSTD_getErrorName(rc));
+  }
+}
+
+CCtxPtr make_cctx(const CompressorParams& params) {
   CCtxPtr ctx(ZSTD_createCCtx());
   if (!ctx) throw Error(ErrorKind::kFailure, "zstd: cannot allocate a compression context");
-  const size_t rc = ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_compressionLevel, level);
-  if (ZSTD_isError(rc)) {
-    throw Error(ErrorKind::kFailure, "zstd: setting level " + std::to_string(level) + ": " + ZSTD_getErrorName(rc));
-  }
+  set_parameter(ctx.get(), ZSTD_c_compressionLevel, params.level, "the level");
+  if (params.window_log) set_parameter(ctx.get(), ZSTD_c_windowLog, params.window_log, "the window log");
+  if (params.hash_log) set_parameter(ctx.get(), ZSTD_c_hashLog, params.hash_log, "the hash log");
+  if (params.chain_log) set_parameter(ctx.get(), ZSTD_c_chainLog, params.chain_log, "the chain log");
   return ctx;
 }
 
@@ -74,22 +83,49 @@ struct Compressor::State {
   }
 };
 
-Compressor::Compressor(int level) {
-  if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
-    throw Error(ErrorKind::kUsage, "zstd level " + std::to_string(level) + " is out of range (" +
+int parse_compression(std::string_view text, std::string_view option) {
+  if (text == "off") return kCompressionOff;
+  if (text == "fast") return kCompressionFast;
+  if (text == "default") return kCompressionDefault;
+  if (text == "max") return kCompressionMax;
+  int level = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), level);
+  if (ec != std::errc() || end != text.data() + text.size() || level < kCompressionMinLevel ||
+      level > kCompressionMaxLevel) {
+    throw Error(ErrorKind::kUsage, std::string(option) + " '" + std::string(text) +
+                                       "': expected off, fast, default, max or a zstd level from " +
+                                       std::to_string(kCompressionMinLevel) + " to " +
+                                       std::to_string(kCompressionMaxLevel) + " (0 is off)");
+  }
+  return level;
+}
+
+std::string compression_name(int level) {
+  switch (level) {
+    case kCompressionOff: return "off";
+    case kCompressionFast: return "fast";
+    case kCompressionDefault: return "default";
+    case kCompressionMax: return "max";
+    default: return std::to_string(level);
+  }
+}
+
+Compressor::Compressor(const CompressorParams& params) {
+  if (params.level == 0 || params.level < ZSTD_minCLevel() || params.level > ZSTD_maxCLevel()) {
+    throw Error(ErrorKind::kUsage, "zstd level " + std::to_string(params.level) + " is out of range (" +
                                        std::to_string(ZSTD_minCLevel()) + " to " +
-                                       std::to_string(ZSTD_maxCLevel()) + ")");
+                                       std::to_string(ZSTD_maxCLevel()) + ", not 0)");
   }
   state_ = std::make_unique<State>();
-  state_->full = make_cctx(level);
-  state_->probe = make_cctx(kProbeLevel);
+  state_->full = make_cctx(params);
+  if (params.probe) state_->probe = make_cctx(CompressorParams{.level = kProbeLevel});
 }
 
 Compressor::~Compressor() = default;
 
 bool Compressor::compress(ByteView data, Bytes& out) {
   if (data.size() < 2) return false;  // no frame is smaller
-  if (data.size() >= kProbeMinInput && !state_->sample_shrinks(data)) return false;
+  if (state_->probe && data.size() >= kProbeMinInput && !state_->sample_shrinks(data)) return false;
 
   // A frame of at most size-1 bytes is all that is worth keeping, so zstd
   // may give up as soon as the output reaches that.

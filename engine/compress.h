@@ -4,15 +4,46 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "util/bytes.h"
 
 namespace keel::engine {
 
+// Repository compression levels: zstd's, where negative ones are its fast
+// levels; 0 stores everything raw. The named ones (docs/performance.md has
+// the measurements behind them):
+inline constexpr int kCompressionOff = 0;
+inline constexpr int kCompressionFast = -1;
+inline constexpr int kCompressionDefault = 1;
+inline constexpr int kCompressionMax = 9;
+inline constexpr int kCompressionMinLevel = -7;  // below this hardly anything shrinks
+inline constexpr int kCompressionMaxLevel = 19;
+
+// "off", "fast", "default", "max" or a level from kCompressionMinLevel to
+// kCompressionMaxLevel. Throws Error(kUsage) naming `option`.
+int parse_compression(std::string_view text, std::string_view option);
+// The name of a level: "fast", "default", "max", "off", or the number.
+std::string compression_name(int level);
+
+struct CompressorParams {
+  int level = kCompressionDefault;  // a zstd level, not 0
+  // Sample the chunk before compressing it, and store it raw when the sample
+  // does not shrink (see compress.cc).
+  bool probe = true;
+  // zstd's window, hash and chain logs; 0 leaves zstd's choice for the level
+  // and chunk size.
+  int window_log = 0;
+  int hash_log = 0;
+  int chain_log = 0;
+};
+
 // Not thread-safe: one per worker thread (it keeps a zstd context).
 class Compressor {
  public:
-  explicit Compressor(int level);
+  explicit Compressor(const CompressorParams& params);
+  explicit Compressor(int level) : Compressor(CompressorParams{.level = level}) {}
   ~Compressor();
   Compressor(const Compressor&) = delete;
   Compressor& operator=(const Compressor&) = delete;

@@ -62,6 +62,26 @@ class Faults(KeelTestCase):
         self.assertEqual(tree_state(src), tree_state(out + src))
         self.keel("check", "--read-data")
 
+    def test_a_body_corrupted_on_the_way_is_refused_not_stored(self):
+        src = self.path("src")
+        make_data(src, files=2)
+        self.init("--pack-size", "6")
+        upstream = int(os.environ["S3_ENDPOINT"].rsplit(":", 1)[1])
+        # One byte of the first pack part inverted between keel and the server:
+        # the body no longer matches the SHA-256 keel signed, so the server
+        # must refuse it (and keel say so) rather than store it.
+        with ProxyProcess(upstream, ["corrupt:every=1,method=PUT,target=packs/,limit=1"], seed=1) as proxy:
+            failed = self.keel("backup", src, expect=None, env={"KEEL_S3_ENDPOINT": proxy.endpoint})
+            stats = proxy.stop()
+        self.assertEqual(stats["injected"].get("corrupt", 0), 1, stats)
+        self.assertNotEqual(failed.returncode, 0, "a corrupted upload was accepted")
+        self.assertIn("XAmzContentSHA256Mismatch", failed.stderr.decode())
+        self.keel("check", "--read-data")
+        self.keel("backup", src)
+        out = self.path("out")
+        self.keel("restore", "latest", "--target", out)
+        self.assertEqual(tree_state(src), tree_state(out + src))
+
     def test_unreachable_target_is_a_clear_io_error(self):
         self.init()
         p = self.keel("snapshots", expect=7, env={"KEEL_S3_ENDPOINT": "http://127.0.0.1:9"})

@@ -157,3 +157,56 @@ TEST_CASE("decompress rejects corrupt frames and wrong lengths", "[compress]") {
   CHECK_THROWS_AS(decompress(frame, text.size() + 1, out, "x"), Error);
   CHECK(out.empty());
 }
+
+TEST_CASE("compression levels by name or number", "[compress]") {
+  CHECK(parse_compression("off", "--compression") == kCompressionOff);
+  CHECK(parse_compression("0", "--compression") == kCompressionOff);
+  CHECK(parse_compression("fast", "--compression") == kCompressionFast);
+  CHECK(parse_compression("default", "--compression") == kCompressionDefault);
+  CHECK(parse_compression("max", "--compression") == kCompressionMax);
+  CHECK(parse_compression("-3", "--compression") == -3);
+  CHECK(parse_compression("19", "--compression") == 19);
+  for (const char* bad : {"", "20", "-8", "3x", "fastest", " 3"}) {
+    INFO(bad);
+    try {
+      parse_compression(bad, "--compression");
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kUsage);
+      CHECK(std::string(e.what()).find("--compression") != std::string::npos);
+    }
+  }
+  for (int level : {kCompressionOff, kCompressionFast, kCompressionDefault, kCompressionMax, -5, 6}) {
+    CHECK(parse_compression(compression_name(level), "x") == level);
+  }
+}
+
+TEST_CASE("every level from the fastest to the strongest round-trips text", "[compress]") {
+  const Bytes text = text_bytes(1 << 20, 5);
+  size_t previous = 0;
+  for (int level : {kCompressionMinLevel, -1, 1, 3, kCompressionMax}) {
+    INFO("level " << level);
+    Bytes frame;
+    REQUIRE(Compressor(level).compress(text, frame));
+    CHECK(round_trip(frame, text.size()) == text);
+    if (previous) CHECK(frame.size() <= previous);  // stronger levels are no larger here
+    previous = frame.size();
+  }
+  CHECK_THROWS_AS(Compressor(0), Error);  // 0 is "off", not a zstd level
+}
+
+TEST_CASE("without the probe, every chunk is compressed in full", "[compress]") {
+  // Random data whose second half repeats the first: the probe's slices see
+  // only random bytes and give up; the whole chunk halves.
+  Bytes data = random_bytes(256 << 10, 11);
+  data.insert(data.end(), data.begin(), data.end());
+  Bytes probed, full;
+  CHECK_FALSE(Compressor(CompressorParams{.level = 3}).compress(data, probed));
+  REQUIRE(Compressor(CompressorParams{.level = 3, .probe = false}).compress(data, full));
+  CHECK(full.size() < data.size() * 6 / 10);
+  CHECK(round_trip(full, data.size()) == data);
+  // zstd's own parameters are taken, and refused when out of range.
+  Bytes small_window;
+  REQUIRE(Compressor(CompressorParams{.level = 1, .window_log = 17, .hash_log = 14}).compress(text_bytes(1 << 20, 2), small_window));
+  CHECK_THROWS_AS(Compressor(CompressorParams{.level = 1, .window_log = 99}), Error);
+}

@@ -1,0 +1,142 @@
+#include "targets/local/direct_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "util/error.h"
+
+namespace keel::targets::local {
+namespace {
+
+constexpr uint64_t kBlock = DirectFile::kBlock;
+// Unaligned data is copied into an aligned buffer this large at a time: a
+// copy within the CPU's caches, far cheaper than the page cache's.
+constexpr size_t kBounceSize = size_t{1} << 20;
+
+uint64_t align_down(uint64_t n) { return n / kBlock * kBlock; }
+
+uint8_t* aligned_alloc_or_throw(size_t size) {
+  void* p = std::aligned_alloc(kBlock, size);
+  if (!p) throw std::bad_alloc();
+  return static_cast<uint8_t*>(p);
+}
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kBlock == 0; }
+
+}  // namespace
+
+void DirectFile::AlignedFree::operator()(uint8_t* p) const { std::free(p); }
+
+DirectFile::DirectFile(const std::string& path, bool direct) : path_(path) {
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+  if (direct) {
+    const int fd = ::open(path.c_str(), kFlags | O_DIRECT, 0644);
+    if (fd >= 0) {
+      fd_ = UniqueFd(fd);
+      direct_ = true;
+      return;
+    }
+    if (errno != EINVAL) throw_errno("create " + path, errno);  // EINVAL: no O_DIRECT here
+  }
+  fd_ = open_or_throw(path, kFlags, 0644);
+}
+
+DirectFile::~DirectFile() = default;
+
+bool DirectFile::direct() const {
+  std::lock_guard lock(mu_);
+  return direct_;
+}
+
+void DirectFile::write(ByteView data, uint64_t offset) {
+  if (!direct()) {
+    pwrite_all(fd_.get(), data, static_cast<off_t>(offset), "write " + path_);
+    return;
+  }
+  const uint64_t end = offset + data.size();
+  // The head, up to the first block boundary, and the tail after the last
+  // one belong to blocks that neighbouring writes share.
+  const size_t head = std::min<uint64_t>(data.size(), (kBlock - offset % kBlock) % kBlock);
+  if (head) stash(data.first(head), offset);
+  const uint64_t body_begin = offset + head;
+  const uint64_t body_end = std::max(body_begin, align_down(end));
+  if (body_end > body_begin) write_aligned(data.subspan(head, body_end - body_begin), body_begin);
+  if (end > body_end) stash(data.subspan(body_end - offset), body_end);
+}
+
+void DirectFile::stash(ByteView piece, uint64_t offset) {
+  const uint64_t block_offset = align_down(offset);
+  AlignedBlock complete;
+  {
+    std::lock_guard lock(mu_);
+    Partial& partial = partial_[block_offset];
+    if (!partial.block) {
+      partial.block = AlignedBlock(aligned_alloc_or_throw(kBlock));
+      std::memset(partial.block.get(), 0, kBlock);
+    }
+    const size_t at = offset - block_offset;
+    std::memcpy(partial.block.get() + at, piece.data(), piece.size());
+    partial.filled += piece.size();
+    partial.end = std::max(partial.end, at + piece.size());
+    if (partial.filled == kBlock && direct_) {
+      complete = std::move(partial.block);
+      partial_.erase(block_offset);
+    }
+  }
+  if (complete) write_aligned(ByteView(complete.get(), kBlock), block_offset);
+}
+
+void DirectFile::write_aligned(ByteView data, uint64_t offset) {
+  thread_local AlignedBlock bounce;
+  size_t done = 0;
+  while (done < data.size()) {
+    ByteView slice = data.subspan(done);
+    if (!aligned(slice.data())) {
+      if (!bounce) bounce = AlignedBlock(aligned_alloc_or_throw(kBounceSize));
+      slice = slice.first(std::min(slice.size(), kBounceSize));
+      std::memcpy(bounce.get(), slice.data(), slice.size());
+      slice = ByteView(bounce.get(), slice.size());
+    }
+    const ssize_t n = ::pwrite(fd_.get(), slice.data(), slice.size(), static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL) {
+      // The file system took the open but not this write (alignment it
+      // wants larger than ours): the rest goes through the page cache.
+      fall_back_to_buffered();
+      pwrite_all(fd_.get(), data.subspan(done), static_cast<off_t>(offset + done), "write " + path_);
+      return;
+    }
+    if (n < 0) throw_errno("write " + path_, errno);
+    if (n == 0) throw Error(ErrorKind::kTargetIo, "write " + path_ + ": no progress");
+    // A short direct write ends on a block boundary; go on from there.
+    done += static_cast<size_t>(n);
+  }
+}
+
+void DirectFile::fall_back_to_buffered() {
+  std::lock_guard lock(mu_);
+  if (!direct_) return;
+  const int flags = ::fcntl(fd_.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) != 0) throw_errno("fcntl " + path_, errno);
+  direct_ = false;
+}
+
+void DirectFile::finish() {
+  fall_back_to_buffered();  // the partial blocks are not whole blocks
+  std::map<uint64_t, Partial> partial;
+  {
+    std::lock_guard lock(mu_);
+    partial.swap(partial_);
+  }
+  for (const auto& [block_offset, p] : partial) {
+    pwrite_all(fd_.get(), ByteView(p.block.get(), p.end), static_cast<off_t>(block_offset), "write " + path_);
+  }
+}
+
+}  // namespace keel::targets::local
