@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/number_option.h"
 #include "cli/json.h"
 #include "engine/repository.h"
 #include "util/error.h"
@@ -14,20 +15,16 @@ int cmd_init(App& app, const Args& args) {
   uint64_t pack_mib = config.pack_size >> 20;
   po::options_description opts("keel init [options]: create an encrypted repository");
   opts.add_options()
-      ("chunk-min", po::value(&min_kib)->default_value(min_kib), "smallest chunk, KiB")
-      ("chunk-avg", po::value(&avg_kib)->default_value(avg_kib), "average chunk, KiB (a power of two)")
-      ("chunk-max", po::value(&max_kib)->default_value(max_kib), "largest chunk, KiB")
-      ("compression", po::value(&config.compression_level)->default_value(config.compression_level),
+      ("chunk-min", count_option(&min_kib, "--chunk-min", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(min_kib)), "smallest chunk, KiB")
+      ("chunk-avg", count_option(&avg_kib, "--chunk-avg", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(avg_kib)), "average chunk, KiB (a power of two)")
+      ("chunk-max", count_option(&max_kib, "--chunk-max", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(max_kib)), "largest chunk, KiB")
+      ("compression", count_option(&config.compression_level, "--compression", 0, 19)->default_value(std::to_string(config.compression_level)),
        "zstd level, 0 to store raw")
-      ("pack-size", po::value(&pack_mib)->default_value(pack_mib), "target pack size, MiB");
+      ("pack-size", count_option(&pack_mib, "--pack-size", 1, kMaxPackMib, "MiB")->default_value(std::to_string(pack_mib)), "target pack size, MiB");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   config.chunker = {min_kib * 1024, avg_kib * 1024, max_kib * 1024};
   config.chunker.validate();
-  if (config.compression_level < 0 || config.compression_level > 19) {
-    throw Error(ErrorKind::kUsage, "--compression must be 0..19");
-  }
-  if (pack_mib < 1) throw Error(ErrorKind::kUsage, "--pack-size must be at least 1 MiB");
   config.pack_size = pack_mib << 20;
 
   auto target = app.open_target(/*create=*/true);

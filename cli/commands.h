@@ -27,5 +27,6 @@ int cmd_catalog(App& app, const Args& args);
 int cmd_job(App& app, const Args& args);
 int cmd_scheduler(App& app, const Args& args);
 int cmd_gateway(App& app, const Args& args);
+int cmd_unlock(App& app, const Args& args);
 
 }  // namespace keel::cli

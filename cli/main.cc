@@ -26,7 +26,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"forget", keel::cli::cmd_forget},   {"prune", keel::cli::cmd_prune},
     {"drill", keel::cli::cmd_drill},     {"drills", keel::cli::cmd_drills},
     {"job", keel::cli::cmd_job},         {"scheduler", keel::cli::cmd_scheduler},
-    {"gateway", keel::cli::cmd_gateway},
+    {"gateway", keel::cli::cmd_gateway}, {"unlock", keel::cli::cmd_unlock},
 };
 
 void usage(std::ostream& out) {
