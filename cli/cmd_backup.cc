@@ -7,6 +7,7 @@
 #include "agents/stdin/stdin_source.h"
 #include "cli/backup_report.h"
 #include "cli/commands.h"
+#include "cli/number_option.h"
 #include "engine/backup.h"
 #include "engine/compress.h"
 #include "util/error.h"
@@ -29,7 +30,7 @@ int cmd_backup(App& app, const Args& args) {
       ("one-file-system,x", po::bool_switch(&one_fs), "stay on the file system of each PATH")
       ("stdin", po::bool_switch(&use_stdin), "back up standard input as one file")
       ("stdin-name", po::value(&stdin_name)->default_value("stdin"), "file name for --stdin")
-      ("memory", po::value(&memory_mib)->default_value(memory_mib), "MiB of data in flight at most")
+      ("memory", count_option(&memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(memory_mib)), "MiB of data in flight at most")
       ("compression", po::value(&compression),
        "for this backup instead of the repository's: off, fast, default, max, or a zstd level (-7..19)");
   po::positional_options_description pos;

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/number_option.h"
 #include "cli/format.h"
 #include "cli/json.h"
 #include "cli/prune_cli.h"
@@ -57,12 +58,12 @@ int cmd_forget(App& app, const Args& args) {
       "keel forget [policy] [selection]: remove snapshots a retention policy does not keep (their data is "
       "reclaimed by keel prune). A snapshot kept by any rule is kept; rules apply per group (host and paths)");
   opts.add_options()
-      ("keep-last", po::value(&policy.last), "keep the N newest snapshots")
-      ("keep-hourly", po::value(&policy.hourly), "keep the newest snapshot of each of the last N hours that have one")
-      ("keep-daily", po::value(&policy.daily), "... of each of the last N days")
-      ("keep-weekly", po::value(&policy.weekly), "... of each of the last N ISO weeks (Monday first)")
-      ("keep-monthly", po::value(&policy.monthly), "... of each of the last N months")
-      ("keep-yearly", po::value(&policy.yearly), "... of each of the last N years (all in local time)")
+      ("keep-last", count_option(&policy.last, "--keep-last", 0, kMaxKeepCount), "keep the N newest snapshots")
+      ("keep-hourly", count_option(&policy.hourly, "--keep-hourly", 0, kMaxKeepCount), "keep the newest snapshot of each of the last N hours that have one")
+      ("keep-daily", count_option(&policy.daily, "--keep-daily", 0, kMaxKeepCount), "... of each of the last N days")
+      ("keep-weekly", count_option(&policy.weekly, "--keep-weekly", 0, kMaxKeepCount), "... of each of the last N ISO weeks (Monday first)")
+      ("keep-monthly", count_option(&policy.monthly, "--keep-monthly", 0, kMaxKeepCount), "... of each of the last N months")
+      ("keep-yearly", count_option(&policy.yearly, "--keep-yearly", 0, kMaxKeepCount), "... of each of the last N years (all in local time)")
       ("keep-tag", po::value(&policy.keep_tags)->composing(), "always keep snapshots with this tag (repeatable)")
       ("host", po::value(&selection.hosts)->composing(), "only snapshots of this host (repeatable: any of them)")
       ("tag", po::value(&selection.tags)->composing(), "only snapshots with this tag (repeatable: all of them)")

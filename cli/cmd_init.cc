@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/number_option.h"
 #include "cli/json.h"
 #include "engine/compress.h"
 #include "engine/repository.h"
@@ -16,18 +17,17 @@ int cmd_init(App& app, const Args& args) {
   std::string compression = engine::compression_name(engine::kCompressionDefault);
   po::options_description opts("keel init [options]: create an encrypted repository");
   opts.add_options()
-      ("chunk-min", po::value(&min_kib)->default_value(min_kib), "smallest chunk, KiB")
-      ("chunk-avg", po::value(&avg_kib)->default_value(avg_kib), "average chunk, KiB (a power of two)")
-      ("chunk-max", po::value(&max_kib)->default_value(max_kib), "largest chunk, KiB")
+      ("chunk-min", count_option(&min_kib, "--chunk-min", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(min_kib)), "smallest chunk, KiB")
+      ("chunk-avg", count_option(&avg_kib, "--chunk-avg", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(avg_kib)), "average chunk, KiB (a power of two)")
+      ("chunk-max", count_option(&max_kib, "--chunk-max", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(max_kib)), "largest chunk, KiB")
       ("compression", po::value(&compression)->default_value(compression),
        "repository default: off, fast, default, max, or a zstd level (-7..19; 0 is off)")
-      ("pack-size", po::value(&pack_mib)->default_value(pack_mib), "target pack size, MiB");
+      ("pack-size", count_option(&pack_mib, "--pack-size", 1, kMaxPackMib, "MiB")->default_value(std::to_string(pack_mib)), "target pack size, MiB");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   config.chunker = {min_kib * 1024, avg_kib * 1024, max_kib * 1024};
   config.chunker.validate();
   config.compression_level = engine::parse_compression(compression, "--compression");
-  if (pack_mib < 1) throw Error(ErrorKind::kUsage, "--pack-size must be at least 1 MiB");
   config.pack_size = pack_mib << 20;
 
   auto target = app.open_target(/*create=*/true);

@@ -4,6 +4,7 @@
 
 #include "cli/backup_report.h"
 #include "cli/commands.h"
+#include "cli/number_option.h"
 #include "cli/format.h"
 #include "cli/job_report.h"
 #include "cli/json.h"
@@ -58,15 +59,15 @@ int job_add(App& app, const Args& args) {
       ("paths", po::value(&job.paths)->composing(), "a file or directory to back up (repeatable)")
       ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
       ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
-      ("memory", po::value(&job.memory_mib)->default_value(job.memory_mib), "MiB of data in flight at most")
+      ("memory", count_option(&job.memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(job.memory_mib)), "MiB of data in flight at most")
       ("schedule", po::value(&job.schedule), "cron expression: \"0 2 * * *\", \"*/15 * * * *\", @daily, ...")
       ("timezone", po::value(&job.time_zone), "IANA time zone of the schedule (default: this machine's)")
-      ("keep-last", po::value(&job.retention.last), "after each run keep the newest N snapshots of the job")
-      ("keep-hourly", po::value(&job.retention.hourly), "... and the newest of each of the last N hours")
-      ("keep-daily", po::value(&job.retention.daily), "... days")
-      ("keep-weekly", po::value(&job.retention.weekly), "... weeks")
-      ("keep-monthly", po::value(&job.retention.monthly), "... months")
-      ("keep-yearly", po::value(&job.retention.yearly), "... years")
+      ("keep-last", count_option(&job.retention.last, "--keep-last", 0, kMaxKeepCount), "after each run keep the newest N snapshots of the job")
+      ("keep-hourly", count_option(&job.retention.hourly, "--keep-hourly", 0, kMaxKeepCount), "... and the newest of each of the last N hours")
+      ("keep-daily", count_option(&job.retention.daily, "--keep-daily", 0, kMaxKeepCount), "... days")
+      ("keep-weekly", count_option(&job.retention.weekly, "--keep-weekly", 0, kMaxKeepCount), "... weeks")
+      ("keep-monthly", count_option(&job.retention.monthly, "--keep-monthly", 0, kMaxKeepCount), "... months")
+      ("keep-yearly", count_option(&job.retention.yearly, "--keep-yearly", 0, kMaxKeepCount), "... years")
       ("keep-tag", po::value(&job.retention.keep_tags)->composing(), "never forget snapshots with this tag")
       ("rpo", po::value(&rpo), "recovery point objective: the newest successful run may be this old (24h, 90m)")
       ("before", po::value(&job.before_hook), "shell command run before the backup; if it fails, nothing is backed up")
@@ -76,7 +77,6 @@ int job_add(App& app, const Args& args) {
   jobs::validate_job_name(job.name);
   if (job.paths.empty()) throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
-  if (job.memory_mib == 0) throw Error(ErrorKind::kUsage, "--memory must be at least 1 MiB");
   const engine::RetentionPolicy& keep = job.retention;
   const uint64_t counts = uint64_t{keep.last} + keep.hourly + keep.daily + keep.weekly + keep.monthly + keep.yearly;
   if (!keep.keep_tags.empty() && counts == 0) {
@@ -179,7 +179,7 @@ int job_show(App& app, const Args& args) {
   std::string name, jobs_file;
   size_t runs = 10;
   po::options_description opts("keel job show NAME: a job's definition, status and recent runs");
-  opts.add_options()("runs", po::value(&runs)->default_value(runs), "show this many of the newest runs (0: all)");
+  opts.add_options()("runs", count_option(&runs, "--runs", 0, kMaxKeepCount)->default_value(std::to_string(runs)), "show this many of the newest runs (0: all)");
   po::variables_map vm;
   if (!parse_named(app, args, "show", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/number_option.h"
 #include "cli/format.h"
 #include "cli/json.h"
 #include "engine/restore.h"
@@ -28,7 +29,7 @@ int cmd_restore(App& app, const Args& args) {
       ("verify", po::value(&verify)->default_value(verify),
        "check each file's checksum: on (as written, or read back), full (flush, then read back from disk), off")
       ("no-verify", po::bool_switch(&no_verify), "same as --verify=off")
-      ("readers", po::value(&readers)->default_value(0), "ranged reads in flight (0: adaptive)");
+      ("readers", count_option(&readers, "--readers", 0, kMaxReaders)->default_value("0"), "ranged reads in flight (0: adaptive)");
   po::positional_options_description pos;
   pos.add("snapshot", 1);
   po::variables_map vm;

@@ -3,11 +3,12 @@
 #include <mutex>
 
 #include "cli/commands.h"
+#include "cli/number_option.h"
 #include "cli/format.h"
 #include "cli/job_report.h"
 #include "cli/parse.h"
 #include "jobs/metrics.h"
-#include "jobs/metrics_server.h"
+#include "util/prometheus_server.h"
 #include "jobs/process_launcher.h"
 #include "jobs/runner.h"
 #include "jobs/scheduler.h"
@@ -82,7 +83,7 @@ int cmd_scheduler(App& app, const Args& args) {
   po::options_description opts(
       "keel scheduler: run jobs on their schedules, in the foreground, until SIGTERM or SIGINT (see docs/jobs.md)");
   opts.add_options()
-      ("max-concurrent", po::value(&options.max_concurrent)->default_value(options.max_concurrent),
+      ("max-concurrent", count_option(&options.max_concurrent, "--max-concurrent", 1, kMaxReaders)->default_value(std::to_string(options.max_concurrent)),
        "run at most N jobs at once; others wait their turn")
       ("metrics-file", po::value(&metrics_file), "keep Prometheus metrics of every job in FILE (rewritten atomically)")
       ("metrics-listen", po::value(&metrics_listen), "serve Prometheus metrics at http://ADDR:PORT/metrics (e.g. 127.0.0.1:9464)")
@@ -106,9 +107,9 @@ int cmd_scheduler(App& app, const Args& args) {
   };
 
   StatusBoard board;
-  std::unique_ptr<jobs::MetricsServer> server;
+  std::unique_ptr<PrometheusServer> server;
   if (!metrics_listen.empty()) {
-    server = std::make_unique<jobs::MetricsServer>(metrics_listen, [&] { return board.metrics(); });
+    server = std::make_unique<PrometheusServer>(metrics_listen, [&] { return board.metrics(); });
   }
   jobs::ProcessLauncher launcher(store, [&](const jobs::Job& job) {
     return std::vector<std::string>{"/proc/self/exe", "job", "run", job.name, "--jobs", store.path(), "--quiet"};

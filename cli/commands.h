@@ -28,5 +28,6 @@ int cmd_job(App& app, const Args& args);
 int cmd_scheduler(App& app, const Args& args);
 int cmd_gateway(App& app, const Args& args);
 int cmd_mount(App& app, const Args& args);
+int cmd_unlock(App& app, const Args& args);
 
 }  // namespace keel::cli

@@ -28,6 +28,7 @@ const std::map<std::string, int (*)(App&, const keel::cli::Args&)> kCommands = {
     {"job", keel::cli::cmd_job},         {"scheduler", keel::cli::cmd_scheduler},
     {"gateway", keel::cli::cmd_gateway},
     {"mount", keel::cli::cmd_mount},
+    {"unlock", keel::cli::cmd_unlock},
 };
 
 void usage(std::ostream& out) {

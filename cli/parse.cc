@@ -34,18 +34,19 @@ std::chrono::seconds parse_duration(std::string_view text, std::string_view opti
   while (p != end) {
     int64_t count = 0;
     auto [after, ec] = std::from_chars(p, end, count);
-    if (ec == std::errc::result_out_of_range) bad_value(option, text, "too long");
+    if (ec == std::errc::result_out_of_range) bad_value(option, text, "too long (at most 100 years)");
     if (ec != std::errc() || count < 0) bad_value(option, text, kForm);
     if (after == end) bad_value(option, text, "give a unit after " + std::string(p, after) + ": " + kForm);
     size_t unit = next_unit;
     while (unit < std::size(kUnits) && kUnits[unit].suffix != *after) ++unit;
     if (unit == std::size(kUnits)) bad_value(option, text, kForm);
     int64_t limit = std::numeric_limits<int64_t>::max();
-    if (count > (limit - total) / kUnits[unit].seconds) bad_value(option, text, "too long");
+    if (count > (limit - total) / kUnits[unit].seconds) bad_value(option, text, "too long (at most 100 years)");
     total += count * kUnits[unit].seconds;
     next_unit = unit + 1;
     p = after + 1;
   }
+  if (total > kLongestDuration.count()) bad_value(option, text, "too long (at most 100 years)");
   return std::chrono::seconds(total);
 }
 
@@ -83,6 +84,19 @@ uint64_t parse_size(std::string_view text, std::string_view option) {
   }
   if (count > (std::numeric_limits<uint64_t>::max() >> shift)) bad_value(option, text, "too large");
   return count << shift;
+}
+
+uint64_t parse_count(std::string_view text, std::string_view option, uint64_t min, uint64_t max,
+                     std::string_view unit) {
+  const std::string range = "give a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
+                            (unit.empty() ? "" : " (" + std::string(unit) + ")");
+  // from_chars on an unsigned type takes no sign, so "-1" cannot wrap around.
+  uint64_t value = 0;
+  auto [after, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) bad_value(option, text, "too large: " + range);
+  if (ec != std::errc() || after != text.data() + text.size()) bad_value(option, text, range);
+  if (value < min || value > max) bad_value(option, text, (value < min ? "too small: " : "too large: ") + range);
+  return value;
 }
 
 }  // namespace keel::cli

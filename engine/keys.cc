@@ -2,13 +2,19 @@
 
 #include <optional>
 
+#include "util/checksum.h"
 #include "util/codec.h"
 #include "util/error.h"
 
 namespace keel::engine {
 namespace {
 
-constexpr std::string_view kSlotMagic = "KEELKEY1";
+// KEELKEY2 slots end with an XXH3-64 of everything before it, so a damaged
+// slot is told apart from a wrong password (both fail the box's
+// authentication). KEELKEY1 slots, without it, are still read.
+constexpr std::string_view kSlotMagic = "KEELKEY2";
+constexpr std::string_view kSlotMagicV1 = "KEELKEY1";
+constexpr size_t kChecksumSize = 8;
 constexpr size_t kSaltSize = 32;
 
 Bytes encode_keys(const MasterKeys& keys) {
@@ -38,7 +44,12 @@ Bytes seal_key_slot(const MasterKeys& keys, const KeySlotInfo& info, std::string
   e.varint(params.p);
   e.raw(salt);
   e.bytes(seal(kek, encode_keys(keys), info.id.view()));
-  return e.take();
+  Bytes slot = e.take();
+  Encoder checksum;
+  checksum.u64(xxh3_64(slot));
+  const Bytes sum = checksum.take();
+  slot.insert(slot.end(), sum.begin(), sum.end());
+  return slot;
 }
 
 namespace {
@@ -50,9 +61,27 @@ struct DecodedSlot {
   ByteView box;
 };
 
+[[noreturn]] void damaged(const std::string& what, const std::string& why) {
+  throw Error(ErrorKind::kIntegrity, what + ": the key slot is damaged (" + why +
+                                         "); another password's slot may still open the repository");
+}
+
+// The slot without its checksum, once the checksum is found to match.
+ByteView checked_body(ByteView slot, const std::string& what) {
+  if (slot.size() < kSlotMagic.size()) damaged(what, "truncated to " + std::to_string(slot.size()) + " bytes");
+  const std::string_view magic = as_chars(slot.first(kSlotMagic.size()));
+  if (magic == kSlotMagicV1) return slot;
+  if (magic != kSlotMagic) damaged(what, "it does not start as a keel key slot");
+  if (slot.size() < kSlotMagic.size() + kChecksumSize) damaged(what, "truncated");
+  const ByteView body = slot.first(slot.size() - kChecksumSize);
+  Decoder sum(slot.last(kChecksumSize), what);
+  if (sum.u64() != xxh3_64(body)) damaged(what, "its checksum does not match");
+  return body;
+}
+
 DecodedSlot decode_slot(ByteView slot, const std::string& what) {
-  Decoder d(slot, what);
-  if (as_chars(d.raw(kSlotMagic.size())) != kSlotMagic) d.fail("not a keel key slot");
+  Decoder d(checked_body(slot, what), what);
+  d.raw(kSlotMagic.size());  // checked above
   DecodedSlot s;
   s.info.id = d.id();
   s.info.created_unix = d.svarint();

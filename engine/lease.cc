@@ -53,13 +53,16 @@ Error locked_by(const LeaseRecord& holder, const targets::Target& target) {
   return Error(ErrorKind::kLocked, target.describe() + " is locked by a maintenance run on " + holder.host + " (pid " +
                                        std::to_string(holder.pid) + ") since " + utc_time(holder.created_unix) +
                                        ", valid until " + utc_time(holder.expires_unix) +
-                                       " unless refreshed; wait for it to finish, or remove " +
-                                       lease_key(kLockPrefix, holder.id) + " if that process is gone");
+                                       " unless refreshed; wait for it to finish, or, if that process is gone, "
+                                       "run keel unlock --all (it removes " +
+                                       lease_key(kLockPrefix, holder.id) + ")");
 }
 
 }  // namespace
 
 int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+bool LeaseRecord::abandoned_here() const { return host == local_hostname() && !process_running_here(pid); }
 
 std::string lease_key(std::string_view prefix, const Id& lease) { return std::string(prefix) + lease.hex(); }
 
@@ -137,16 +140,29 @@ std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key,
   return leases;
 }
 
+std::vector<LeaseRecord> remove_leases(targets::Target& target, const Key256& key,
+                                       const std::function<bool(const LeaseRecord&)>& which) {
+  std::vector<LeaseRecord> removed;
+  for (const std::string_view prefix : {kLockPrefix, kRunningPrefix}) {
+    for (LeaseRecord& lease : list_leases(target, key, prefix)) {
+      if (!which(lease)) continue;
+      target.remove(lease_key(prefix, lease.id));
+      removed.push_back(std::move(lease));
+    }
+  }
+  return removed;
+}
+
 std::unique_ptr<Lease> acquire_lock(targets::Target& target, const Key256& key, LeaseOptions options) {
   int64_t now = options.clock();
   for (const LeaseRecord& other : list_leases(target, key, kLockPrefix)) {
-    if (!other.expired(now)) throw locked_by(other, target);
+    if (!other.stale(now)) throw locked_by(other, target);
     target.remove(lease_key(kLockPrefix, other.id));  // left by a run that died
   }
   auto lock = std::make_unique<Lease>(target, key, kLockPrefix, std::move(options));
   LeaseRecord mine = lock->record();
   for (const LeaseRecord& other : list_leases(target, key, kLockPrefix)) {
-    if (other.id == mine.id || other.expired(now)) continue;
+    if (other.id == mine.id || other.stale(now)) continue;
     if (std::tie(other.created_unix, other.id) < std::tie(mine.created_unix, mine.id)) {
       lock.reset();  // the earlier one wins
       throw locked_by(other, target);

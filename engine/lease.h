@@ -1,7 +1,9 @@
 // Leases: small objects on the target that say "this process is busy here
 // until T". A lease is written when taken, rewritten with a later expiry
-// while held, and removed when released; one left by a process that died
-// expires on its own.
+// while held, and removed when released. One left by a process that died
+// expires on its own after LeaseOptions::ttl (15 minutes); on the host that
+// wrote it, the next keel command removes it as soon as the process is gone
+// (clear_abandoned_leases).
 //
 //   locks/<id>     the maintenance lock (prune): exclusive, see acquire_lock
 //   running/<id>   a backup in progress: not a lock, nothing waits for it to
@@ -40,11 +42,17 @@ struct LeaseRecord {
   int64_t expires_unix = 0;
 
   bool expired(int64_t now_unix) const { return now_unix >= expires_unix; }
+  // Written on this host by a process that no longer runs.
+  bool abandoned_here() const;
+  // Expired, or abandoned here: nothing relies on it any more.
+  bool stale(int64_t now_unix) const { return expired(now_unix) || abandoned_here(); }
 };
 
 struct LeaseOptions {
-  std::chrono::seconds ttl{30 * 60};     // expiry, counted from each write
-  std::chrono::seconds refresh{5 * 60};  // rewrite this often while held
+  // Expiry, counted from each write: how long a lease of a process that died
+  // on another host holds others back (documented in docs/maintenance.md).
+  std::chrono::seconds ttl{15 * 60};
+  std::chrono::seconds refresh{3 * 60};  // rewrite this often while held
   UnixClock clock = unix_now;
 };
 
@@ -84,7 +92,13 @@ class Lease {
 // throws Error(kIntegrity) naming it (remove it by hand if no keel wrote it).
 std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key, std::string_view prefix);
 
-// Takes the exclusive maintenance lock. Expired locks are removed; an
+// Removes the leases under locks/ and running/ that `which` picks (e.g.
+// stale(now), abandoned_here()); returns them. Throws what listing or
+// removing throws.
+std::vector<LeaseRecord> remove_leases(targets::Target& target, const Key256& key,
+                                       const std::function<bool(const LeaseRecord&)>& which);
+
+// Takes the exclusive maintenance lock. Stale locks are removed; an
 // unexpired one held by someone else refuses with Error(kLocked) naming its
 // holder. Two runs racing for it both write theirs, look again, and the one
 // with the later (created, id) backs off.

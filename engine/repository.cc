@@ -171,12 +171,26 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
   std::sort(slots.begin(), slots.end());
   std::optional<MasterKeys> keys;
   Id slot_id;
+  std::vector<std::string> damaged;  // a damaged slot is reported, not taken for a wrong password
   for (const std::string& key : slots) {
-    keys = open_key_slot(target->get(key), options.password, where + "/" + key);
+    try {
+      keys = open_key_slot(target->get(key), options.password, where + "/" + key);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      damaged.push_back(e.what());
+      continue;
+    }
     if (keys) {
       slot_id = read_key_slot_info(target->get(key), key).id;
       break;
     }
+  }
+  if (!keys && !damaged.empty()) {
+    std::string list;
+    for (const std::string& d : damaged) list += (list.empty() ? "" : "; ") + d;
+    throw Error(ErrorKind::kIntegrity, where + ": no intact key slot opens with the password (" +
+                                           std::to_string(slots.size() - damaged.size()) + " of " +
+                                           std::to_string(slots.size()) + " intact); " + list);
   }
   if (!keys) {
     throw Error(ErrorKind::kWrongPassword,

@@ -107,7 +107,11 @@ class RestoreRun {
       : repo_(repo), options_(options), progress_(progress), fs_(file_system_or_posix(options.file_system)) {}
 
   RestoreResult run(const catalog::SnapshotRecord& snapshot) {
-    if (!options_.verify_only) std::filesystem::create_directories(options_.target_dir);
+    if (!options_.verify_only) {
+      std::error_code ec;
+      std::filesystem::create_directories(options_.target_dir, ec);
+      if (ec) throw Error(ErrorKind::kTargetIo, "restore target " + options_.target_dir + ": cannot create it: " + ec.message());
+    }
     plan(snapshot);
     fetch_all();
     if (options_.verify_only) {

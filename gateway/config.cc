@@ -2,12 +2,14 @@
 
 #include <boost/property_tree/ini_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
+#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "gateway/request.h"
 #include "util/error.h"
+#include "util/host_port.h"
 
 namespace keel::gateway {
 
@@ -46,6 +48,18 @@ class Section {
     auto value = get(key);
     if (!value || value->empty()) fail(key, "missing");
     return *value;
+  }
+
+  // A whole number from `min` to `max`, when the key is there.
+  std::optional<uint64_t> number(const std::string& key, uint64_t min, uint64_t max) const {
+    const std::optional<std::string> text = get(key);
+    if (!text) return std::nullopt;
+    const std::string range = "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+    uint64_t value = 0;
+    const char* end = text->data() + text->size();
+    const auto [after, ec] = std::from_chars(text->data(), end, value);
+    if (ec != std::errc() || after != end || value < min || value > max) fail(key, range);
+    return value;
   }
 
   // "true" or "false" (default false).
@@ -106,15 +120,15 @@ void parse_server(const Section& s, GatewayConfig& config) {
   }
   config.state_dir = s.require("state_dir");
   config.bucket_root = s.get("bucket_root").value_or(config.state_dir + "/buckets");
-  if (auto threads = s.get("threads")) {
-    try {
-      const int n = std::stoi(*threads);
-      if (n < 1 || n > 256) throw std::out_of_range("threads");
-      config.threads = static_cast<unsigned>(n);
-    } catch (const std::exception&) {
-      s.fail("threads", "must be a number from 1 to 256");
-    }
+  if (auto threads = s.number("threads", 1, 256)) config.threads = static_cast<unsigned>(*threads);
+  ConnectionLimits& limits = config.limits;
+  if (auto n = s.number("max_connections", 1, 1'000'000)) limits.max_connections = static_cast<unsigned>(*n);
+  if (auto n = s.number("max_connections_per_client", 1, 1'000'000)) {
+    limits.max_connections_per_client = static_cast<unsigned>(*n);
   }
+  if (auto n = s.number("idle_timeout", 1, 86400)) limits.idle_timeout = std::chrono::seconds(*n);
+  if (auto n = s.number("min_body_rate", 0, 1ull << 40)) limits.min_body_rate = *n;
+  if (auto n = s.number("body_rate_window", 1, 3600)) limits.body_rate_window = std::chrono::seconds(*n);
 }
 
 }  // namespace
@@ -122,27 +136,13 @@ void parse_server(const Section& s, GatewayConfig& config) {
 std::string bucket_mode_name(BucketMode mode) { return mode == BucketMode::kDedupe ? "dedupe" : "raw"; }
 
 ListenAddress parse_listen_address(const std::string& text, bool tls) {
+  HostPortRules rules;
+  rules.allow_port_zero = true;
+  HostPort address = parse_host_port(text, "listen address", rules);
   ListenAddress out;
+  out.host = std::move(address.host);
+  out.port = address.port;
   out.tls = tls;
-  std::string port;
-  if (!text.empty() && text[0] == '[') {
-    const auto close = text.find("]:");
-    if (close == std::string::npos) throw Error(ErrorKind::kUsage, "listen address '" + text + "': expected [v6]:port");
-    out.host = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    const auto colon = text.rfind(':');
-    if (colon == std::string::npos || text.find(':') != colon) {
-      throw Error(ErrorKind::kUsage, "listen address '" + text + "': expected host:port or [v6]:port");
-    }
-    out.host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  if (out.host.empty() || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(port) > 65535) {
-    throw Error(ErrorKind::kUsage, "listen address '" + text + "': bad host or port");
-  }
-  out.port = static_cast<uint16_t>(std::stoul(port));
   return out;
 }
 
@@ -178,7 +178,8 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
     if (section_name == "server") {
       parse_server(Section(section, where,
                            {"listen", "tls_listen", "tls_certificate", "tls_key", "region", "domain", "state_dir",
-                            "bucket_root", "threads", "metrics_listen", "rdma_listen"}),
+                            "bucket_root", "threads", "metrics_listen", "rdma_listen", "max_connections",
+                            "max_connections_per_client", "idle_timeout", "min_body_rate", "body_rate_window"}),
                    config);
       have_server = true;
     } else if (section_name == "dedupe") {

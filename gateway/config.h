@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <istream>
 #include <map>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,8 +49,23 @@ struct BucketConfig {
   engine::RepositoryAccess repository;
 };
 
+// What one client, and all of them together, may hold of the server, so slow
+// or flooding clients cannot starve the others (docs/gateway.md).
+struct ConnectionLimits {
+  unsigned max_connections = 1024;           // open at once, all clients together
+  unsigned max_connections_per_client = 128;  // open at once from one IP address
+  // A request head, and the next request on a kept-alive connection, must
+  // arrive within this.
+  std::chrono::seconds idle_timeout{60};
+  // A request body must bring at least this many bytes per second, averaged
+  // over each window; 0: any rate.
+  uint64_t min_body_rate = 4096;
+  std::chrono::seconds body_rate_window{10};
+};
+
 struct GatewayConfig {
   std::vector<ListenAddress> listen;
+  ConnectionLimits limits;
   std::string tls_certificate;  // PEM chain; needed when any address is TLS
   std::string tls_key;
   std::string region = "us-east-1";

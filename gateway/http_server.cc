@@ -13,12 +13,23 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <malloc.h>
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <span>
 #include <thread>
+#include <utility>
 
 #include "util/error.h"
+#include "util/host_port.h"
+#include "util/prometheus_server.h"
 #include "util/text.h"
 #include "util/id.h"
 
@@ -35,7 +46,73 @@ using asio::use_awaitable;
 
 constexpr size_t kHeaderLimit = 64 * 1024;
 constexpr size_t kBodyBuffer = 1024 * 1024;
-constexpr auto kIdleTimeout = std::chrono::seconds(120);
+// Connections open at once that make a flood, after which the heap is trimmed.
+constexpr unsigned kTrimAfterPeak = 64;
+// A client must take each piece of a response within this.
+constexpr auto kWriteTimeout = std::chrono::seconds(120);
+
+using Clock = std::chrono::steady_clock;
+
+// A request body's buffer, mapped for the request and unmapped after it: the
+// heap keeps large frees for reuse (util/allocator.h), which would keep what
+// a flood of connections took for good.
+class MappedBuffer {
+ public:
+  explicit MappedBuffer(size_t size) : size_(size) {
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      throw Error(ErrorKind::kFailure,
+                  "cannot map a " + std::to_string(size_) + "-byte request body buffer: " + std::strerror(errno));
+    }
+    data_ = static_cast<uint8_t*>(p);
+  }
+  ~MappedBuffer() { ::munmap(data_, size_); }
+  MappedBuffer(const MappedBuffer&) = delete;
+  MappedBuffer& operator=(const MappedBuffer&) = delete;
+
+  std::span<uint8_t> span() const { return {data_, size_}; }
+
+ private:
+  size_t size_;
+  uint8_t* data_ = nullptr;
+};
+
+// The minimum body rate: a body must bring min_body_rate bytes in each
+// window of body_rate_window (the time spent waiting for the client only).
+class BodyRate {
+ public:
+  explicit BodyRate(const ConnectionLimits& limits)
+      : window_(limits.body_rate_window),
+        needed_(limits.min_body_rate * static_cast<uint64_t>(limits.body_rate_window.count())),
+        idle_(limits.idle_timeout) {}
+
+  // How long the next read may wait: the rest of this window, or, once this
+  // window has what it needs, the rest of it and all of the next.
+  Clock::duration deadline() const {
+    if (needed_ == 0) return idle_;
+    return window_ - waited_ + (bytes_ >= needed_ ? Clock::duration(window_) : Clock::duration::zero());
+  }
+
+  // A read that brought `bytes` after waiting `waited`; false when a window
+  // closed with too few bytes.
+  bool add(uint64_t bytes, Clock::duration waited) {
+    waited_ += waited;
+    bytes_ += bytes;
+    while (needed_ > 0 && waited_ >= window_) {
+      if (bytes_ < needed_) return false;
+      waited_ -= window_;
+      bytes_ = 0;  // a fresh window (what came early does not carry over)
+    }
+    return true;
+  }
+
+ private:
+  Clock::duration window_;
+  uint64_t needed_;
+  Clock::duration idle_;
+  Clock::duration waited_{};
+  uint64_t bytes_ = 0;
+};
 
 std::string_view view(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -60,7 +137,7 @@ awaitable<void> write_response(Stream& stream, Response& response, bool keep_ali
     }
     if (!has_id) message.set("x-amz-request-id", request_id);
   };
-  lowest(stream).expires_after(kIdleTimeout);
+  lowest(stream).expires_after(kWriteTimeout);
   if (response.stream) {
     http::response<http::buffer_body> message;
     set_headers(message);
@@ -77,7 +154,7 @@ awaitable<void> write_response(Stream& stream, Response& response, bool keep_ali
       message.body().size = n;
       message.body().more = true;
       boost::system::error_code ec;
-      lowest(stream).expires_after(kIdleTimeout);
+      lowest(stream).expires_after(kWriteTimeout);
       co_await http::async_write(stream, serializer, asio::redirect_error(use_awaitable, ec));
       if (ec && ec != http::error::need_buffer) throw boost::system::system_error(ec);
     }
@@ -103,14 +180,13 @@ awaitable<void> write_response(Stream& stream, Response& response, bool keep_ali
 
 // One connection: requests in turn until the client or an error closes it.
 template <typename Stream>
-awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics) {
+awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics, const ConnectionLimits& limits) {
   beast::flat_buffer buffer;
-  std::vector<uint8_t> body_buffer;
   while (true) {
     http::request_parser<http::buffer_body> parser;
     parser.header_limit(kHeaderLimit);
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    lowest(stream).expires_after(kIdleTimeout);
+    lowest(stream).expires_after(limits.idle_timeout);
     boost::system::error_code ec;
     co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
     if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) co_return;
@@ -148,10 +224,28 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
     } else {
       try {
         if (expects_continue && !parser.is_done()) {
-          lowest(stream).expires_after(kIdleTimeout);
+          lowest(stream).expires_after(kWriteTimeout);
           co_await asio::async_write(stream, asio::buffer("HTTP/1.1 100 Continue\r\n\r\n", 25), use_awaitable);
         }
-        body_buffer.resize(kBodyBuffer);
+        // Per request and no larger than the body: an idle kept-alive
+        // connection holds none, and a small PUT only a small one.
+        const size_t buffer_size = !parser.chunked() && parser.content_length()
+                                       ? static_cast<size_t>(std::min<uint64_t>(kBodyBuffer, *parser.content_length()))
+                                       : kBodyBuffer;
+        const MappedBuffer body_memory(buffer_size);
+        const std::span<uint8_t> body_buffer = body_memory.span();
+        BodyRate rate(limits);
+        // One read of the body, cut off when the client is below the minimum rate.
+        const auto timed_read = [&](auto read) -> awaitable<size_t> {
+          lowest(stream).expires_after(rate.deadline());
+          const auto started_read = Clock::now();
+          const size_t got = co_await read();
+          if (ec == beast::error::timeout || (!ec && !rate.add(got, Clock::now() - started_read))) {
+            metrics.record_connection_event("slow_body_cut");
+            ec = beast::error::timeout;
+          }
+          co_return got;
+        };
         if (!parser.chunked() && parser.content_length()) {
           // A body of known length skips the parser: what came with the header,
           // then socket reads straight into body_buffer (the parser reads 64 KiB
@@ -165,11 +259,11 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
             bytes_in += early;
           }
           while (remaining > 0) {
-            lowest(stream).expires_after(kIdleTimeout);
             const size_t want = static_cast<size_t>(std::min<uint64_t>(body_buffer.size(), remaining));
-            const size_t got = co_await stream.async_read_some(asio::buffer(body_buffer.data(), want),
-                                                               asio::redirect_error(use_awaitable, ec));
-            if (ec) co_return;  // the client went away: nothing to answer
+            const size_t got = co_await timed_read([&] {
+              return stream.async_read_some(asio::buffer(body_buffer.data(), want), asio::redirect_error(use_awaitable, ec));
+            });
+            if (ec) co_return;  // the client went away or is too slow: nothing to answer
             remaining -= got;
             bytes_in += got;
             exchange.body->write(ByteView(body_buffer.data(), got));
@@ -178,10 +272,12 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
           while (!parser.is_done()) {
             request.body().data = body_buffer.data();
             request.body().size = body_buffer.size();
-            lowest(stream).expires_after(kIdleTimeout);
-            co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
-            if (ec == http::error::need_buffer) ec = {};
-            if (ec) co_return;  // the client went away or sent a broken body: nothing to answer
+            co_await timed_read([&]() -> awaitable<size_t> {
+              co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+              if (ec == http::error::need_buffer) ec = {};
+              co_return body_buffer.size() - request.body().size;
+            });
+            if (ec) co_return;  // the client went away, sent a broken body or is too slow: nothing to answer
             const size_t got = body_buffer.size() - request.body().size;
             bytes_in += got;
             exchange.body->write(ByteView(body_buffer.data(), got));
@@ -207,41 +303,51 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics)
   }
 }
 
-// A metrics connection: GET /metrics answers the exposition; anything else 404.
-awaitable<void> serve_metrics(beast::tcp_stream& stream, const Metrics& metrics) {
-  beast::flat_buffer buffer;
-  while (true) {
-    http::request<http::string_body> request;
-    stream.expires_after(kIdleTimeout);
-    boost::system::error_code ec;
-    co_await http::async_read(stream, buffer, request, asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return;
-    http::response<http::string_body> response;
-    response.version(request.version());
-    response.keep_alive(request.keep_alive());
-    response.set(http::field::server, "keel-gateway");
-    const std::string_view target = view(request.target());
-    if (request.method() == http::verb::get && target.substr(0, target.find('?')) == "/metrics") {
-      response.result(http::status::ok);
-      response.set(http::field::content_type, "text/plain; version=0.0.4");
-      response.body() = metrics.render();
-    } else {
-      response.result(http::status::not_found);
-      response.set(http::field::content_type, "text/plain");
-      response.body() = "only GET /metrics is served here\n";
-    }
-    response.prepare_payload();
-    co_await http::async_write(stream, response, use_awaitable);
-    if (!request.keep_alive()) co_return;
-  }
-}
-
 }  // namespace
 
-enum class Listener { kPlain, kTls, kMetrics };
+enum class Listener { kPlain, kTls };
 
 struct HttpServer::Impl {
   explicit Impl(unsigned threads) : io(static_cast<int>(threads)), tls(asio::ssl::context::tls_server), threads(threads) {}
+
+  // A connection counted against the caps while it lives.
+  class Slot {
+   public:
+    Slot(Impl& impl, asio::ip::address client) : impl_(&impl), client_(std::move(client)) {}
+    Slot(Slot&& other) noexcept : impl_(std::exchange(other.impl_, nullptr)), client_(other.client_) {}
+    Slot& operator=(Slot&&) = delete;
+    ~Slot() {
+      if (impl_) impl_->release(client_);
+    }
+
+   private:
+    Impl* impl_;
+    asio::ip::address client_;
+  };
+
+  // Counts a new connection from `client`; the cap it would exceed otherwise.
+  std::optional<const char*> admit(const asio::ip::address& client) {
+    std::lock_guard lock(clients_mu);
+    if (open_connections >= limits.max_connections) return "refused_server_cap";
+    unsigned& from_client = per_client[client];
+    if (from_client >= limits.max_connections_per_client) return "refused_client_cap";
+    ++from_client;
+    metrics->set_open_connections(++open_connections);
+    peak_since_trim = std::max(peak_since_trim, open_connections);
+    return std::nullopt;
+  }
+
+  void release(const asio::ip::address& client) {
+    std::lock_guard lock(clients_mu);
+    if (auto it = per_client.find(client); it != per_client.end() && --it->second == 0) per_client.erase(it);
+    metrics->set_open_connections(--open_connections);
+    // The last one of a flood gone: the heap it grew goes back too. Not after
+    // ordinary traffic, whose freed buffers the heap keeps for reuse.
+    if (open_connections == 0 && peak_since_trim >= kTrimAfterPeak) {
+      ::malloc_trim(0);
+      peak_since_trim = 0;
+    }
+  }
 
   awaitable<void> accept(tcp::acceptor& acceptor, Listener kind) {
     while (true) {
@@ -249,28 +355,46 @@ struct HttpServer::Impl {
       tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
       if (ec == asio::error::operation_aborted) co_return;
       if (ec) continue;  // out of descriptors and the like: keep accepting
+      const tcp::endpoint remote = socket.remote_endpoint(ec);
+      if (ec) continue;  // gone already
+      if (const auto refused = admit(remote.address())) {
+        metrics->record_connection_event(*refused);
+        refuse(socket, kind);
+        continue;
+      }
       socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(io, connection(std::move(socket), kind), asio::detached);
+      asio::co_spawn(io, connection(std::move(socket), kind, Slot(*this, remote.address())), asio::detached);
     }
   }
 
-  awaitable<void> connection(tcp::socket socket, Listener kind) {
+  // Over a cap: a plain listener answers 503 (what fits the socket buffer
+  // now, never waiting on the client); then the connection closes.
+  static void refuse(tcp::socket& socket, Listener kind) {
+    boost::system::error_code ec;
+    if (kind == Listener::kPlain) {
+      static constexpr std::string_view kBusy =
+          "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n";
+      socket.non_blocking(true, ec);
+      socket.write_some(asio::buffer(kBusy.data(), kBusy.size()), ec);
+    }
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
+  }
+
+  // `slot` lives in the coroutine frame: the connection counts until it ends.
+  awaitable<void> connection(tcp::socket socket, Listener kind, [[maybe_unused]] Slot slot) {
     try {
-      if (kind == Listener::kMetrics) {
-        beast::tcp_stream stream(std::move(socket));
-        co_await serve_metrics(stream, *metrics);
-        boost::system::error_code ec;
-        stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-      } else if (kind == Listener::kTls) {
+      if (kind == Listener::kTls) {
         beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), tls);
-        lowest(stream).expires_after(kIdleTimeout);
+        lowest(stream).expires_after(limits.idle_timeout);
         co_await stream.async_handshake(asio::ssl::stream_base::server, use_awaitable);
-        co_await serve(stream, *handler, *metrics);
+        co_await serve(stream, *handler, *metrics, limits);
         boost::system::error_code ec;
+        lowest(stream).expires_after(kWriteTimeout);
         co_await stream.async_shutdown(asio::redirect_error(use_awaitable, ec));
       } else {
         beast::tcp_stream stream(std::move(socket));
-        co_await serve(stream, *handler, *metrics);
+        co_await serve(stream, *handler, *metrics, limits);
         boost::system::error_code ec;
         stream.socket().shutdown(tcp::socket::shutdown_send, ec);
       }
@@ -282,15 +406,22 @@ struct HttpServer::Impl {
   asio::io_context io;
   asio::ssl::context tls;
   unsigned threads;
+  ConnectionLimits limits;
+  std::mutex clients_mu;
+  std::map<asio::ip::address, unsigned> per_client;  // open connections by client address
+  unsigned open_connections = 0;
+  unsigned peak_since_trim = 0;
   RequestHandler* handler = nullptr;
   Metrics* metrics = nullptr;
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, Listener>> acceptors;
+  std::unique_ptr<PrometheusServer> metrics_server;
 };
 
 HttpServer::HttpServer(const GatewayConfig& config, RequestHandler& handler, Metrics& metrics)
     : impl_(std::make_unique<Impl>(config.threads)) {
   impl_->handler = &handler;
   impl_->metrics = &metrics;
+  impl_->limits = config.limits;
   const bool any_tls = std::any_of(config.listen.begin(), config.listen.end(), [](const auto& l) { return l.tls; });
   if (any_tls) {
     boost::system::error_code ec;
@@ -302,10 +433,8 @@ HttpServer::HttpServer(const GatewayConfig& config, RequestHandler& handler, Met
     impl_->tls.use_private_key_file(config.tls_key, asio::ssl::context::pem, ec);
     if (ec) throw Error(ErrorKind::kUsage, "TLS key " + config.tls_key + ": " + ec.message());
   }
-  std::vector<std::pair<ListenAddress, Listener>> addresses;
-  for (const auto& listen : config.listen) addresses.emplace_back(listen, listen.tls ? Listener::kTls : Listener::kPlain);
-  if (config.metrics_listen) addresses.emplace_back(*config.metrics_listen, Listener::kMetrics);
-  for (const auto& [listen, kind] : addresses) {
+  for (const auto& listen : config.listen) {
+    const Listener kind = listen.tls ? Listener::kTls : Listener::kPlain;
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(listen.host, ec);
     if (ec) throw Error(ErrorKind::kUsage, "listen address '" + listen.host + "' is not an IP address");
@@ -316,19 +445,21 @@ HttpServer::HttpServer(const GatewayConfig& config, RequestHandler& handler, Met
     if (!ec) acceptor->bind(endpoint, ec);
     if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
-      throw Error(ErrorKind::kTargetIo, "cannot listen on " + listen.host + ":" + std::to_string(listen.port) + ": " +
-                                            ec.message());
+      throw Error(ErrorKind::kTargetIo,
+                  "cannot listen on " + format_host_port({listen.host, listen.port}) + ": " + ec.message());
     }
     impl_->acceptors.emplace_back(std::move(acceptor), kind);
+  }
+  if (config.metrics_listen) {
+    impl_->metrics_server = std::make_unique<PrometheusServer>(
+        format_host_port({config.metrics_listen->host, config.metrics_listen->port}), [&metrics] { return metrics.render(); });
   }
 }
 
 namespace {
 std::string url_of(const tcp::acceptor& acceptor, bool tls) {
   const auto endpoint = acceptor.local_endpoint();
-  const std::string host = endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]"
-                                                      : endpoint.address().to_string();
-  return std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(endpoint.port());
+  return std::string(tls ? "https://" : "http://") + format_host_port({endpoint.address().to_string(), endpoint.port()});
 }
 }  // namespace
 
@@ -336,17 +467,13 @@ HttpServer::~HttpServer() = default;
 
 std::vector<std::string> HttpServer::urls() const {
   std::vector<std::string> out;
-  for (const auto& [acceptor, kind] : impl_->acceptors) {
-    if (kind != Listener::kMetrics) out.push_back(url_of(*acceptor, kind == Listener::kTls));
-  }
+  for (const auto& [acceptor, kind] : impl_->acceptors) out.push_back(url_of(*acceptor, kind == Listener::kTls));
   return out;
 }
 
 std::optional<std::string> HttpServer::metrics_url() const {
-  for (const auto& [acceptor, kind] : impl_->acceptors) {
-    if (kind == Listener::kMetrics) return url_of(*acceptor, false) + "/metrics";
-  }
-  return std::nullopt;
+  if (!impl_->metrics_server) return std::nullopt;
+  return "http://" + impl_->metrics_server->address() + "/metrics";
 }
 
 void HttpServer::run() {

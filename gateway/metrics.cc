@@ -1,47 +1,32 @@
 #include "gateway/metrics.h"
 
 #include <algorithm>
-#include <ostream>
-#include <sstream>
+#include <limits>
+
+#include "util/prometheus_text.h"
 
 namespace keel::gateway {
 
 namespace {
 
-std::string label(const std::string& operation) { return "operation=\"" + operation + "\""; }
+std::string label(const std::string& operation) { return PrometheusText::label("operation", operation); }
 
-std::string escape_label(const std::string& value) {
-  std::string out;
-  for (const char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += c == '\n' ? std::string("\\n") : std::string(1, c);
-  }
-  return out;
-}
-
-void render_dedupe(std::ostream& out, const std::vector<DedupeFigures>& figures) {
+void render_dedupe(PrometheusText& out, const std::vector<DedupeFigures>& figures) {
   if (figures.empty()) return;
-  const auto header = [&](const char* name, const char* type, const char* help) {
-    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
-  };
-  const auto labelled = [](const char* name, const DedupeFigures& f) {
-    return std::string(name) + "{repository=\"" + escape_label(f.repository) + "\"} ";
-  };
-  header("keel_gateway_dedupe_logical_bytes_total", "counter",
-         "Bytes clients wrote to dedupe buckets since the gateway started, by repository.");
-  for (const auto& f : figures) out << labelled("keel_gateway_dedupe_logical_bytes_total", f) << f.logical_bytes << "\n";
-  header("keel_gateway_dedupe_stored_bytes_total", "counter",
-         "Bytes added to the repository for them (new chunks, compressed and sealed).");
-  for (const auto& f : figures) out << labelled("keel_gateway_dedupe_stored_bytes_total", f) << f.stored_bytes << "\n";
-  header("keel_gateway_dedupe_ratio", "gauge",
-         "Logical bytes written per byte added to the repository (1 before any write, +Inf while all deduplicated).");
+  const auto repository = [](const DedupeFigures& f) { return PrometheusText::label("repository", f.repository); };
+  out.family("keel_gateway_dedupe_logical_bytes_total", "counter",
+             "Bytes clients wrote to dedupe buckets since the gateway started, by repository.");
+  for (const auto& f : figures) out.sample("keel_gateway_dedupe_logical_bytes_total", repository(f), f.logical_bytes);
+  out.family("keel_gateway_dedupe_stored_bytes_total", "counter",
+             "Bytes added to the repository for them (new chunks, compressed and sealed).");
+  for (const auto& f : figures) out.sample("keel_gateway_dedupe_stored_bytes_total", repository(f), f.stored_bytes);
+  out.family("keel_gateway_dedupe_ratio", "gauge",
+             "Logical bytes written per byte added to the repository (1 before any write, +Inf while all deduplicated).");
   for (const auto& f : figures) {
-    out << labelled("keel_gateway_dedupe_ratio", f);
-    if (f.stored_bytes > 0) {
-      out << static_cast<double>(f.logical_bytes) / static_cast<double>(f.stored_bytes) << "\n";
-    } else {
-      out << (f.logical_bytes == 0 ? "1" : "+Inf") << "\n";
-    }
+    const double ratio = f.stored_bytes > 0 ? static_cast<double>(f.logical_bytes) / static_cast<double>(f.stored_bytes)
+                         : f.logical_bytes == 0 ? 1.0
+                                                : std::numeric_limits<double>::infinity();
+    out.sample("keel_gateway_dedupe_ratio", repository(f), ratio);
   }
 }
 
@@ -85,33 +70,41 @@ void Metrics::set_rdma_sessions(size_t sessions) {
   rdma_sessions_ = sessions;
 }
 
+void Metrics::record_connection_event(const std::string& event) {
+  std::lock_guard lock(mutex_);
+  ++connection_events_[event];
+}
+
+void Metrics::set_open_connections(size_t open) {
+  std::lock_guard lock(mutex_);
+  open_connections_ = open;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mutex_);
-  std::ostringstream out;
-  out << "# HELP keel_gateway_requests_total S3 requests answered, by operation and HTTP status.\n"
-         "# TYPE keel_gateway_requests_total counter\n";
+  PrometheusText out;
+  out.family("keel_gateway_requests_total", "counter", "S3 requests answered, by operation and HTTP status.");
   for (const auto& [key, count] : requests_) {
-    out << "keel_gateway_requests_total{" << label(key.first) << ",status=\"" << key.second << "\"} " << count << "\n";
+    out.sample("keel_gateway_requests_total", label(key.first) + "," + PrometheusText::label("status", std::to_string(key.second)),
+               count);
   }
   const auto counters = [&](const char* name, const char* help, const auto& values) {
-    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
-    for (const auto& [operation, bytes] : values) out << name << "{" << label(operation) << "} " << bytes << "\n";
+    out.family(name, "counter", help);
+    for (const auto& [operation, value] : values) out.sample(name, label(operation), value);
   };
   counters("keel_gateway_received_bytes_total", "Request body bytes received, by operation.", bytes_in_);
   counters("keel_gateway_sent_bytes_total", "Response body bytes sent, by operation.", bytes_out_);
-  out << "# HELP keel_gateway_request_duration_seconds Time from a request's head to its response written.\n"
-         "# TYPE keel_gateway_request_duration_seconds histogram\n";
+  out.family("keel_gateway_request_duration_seconds", "histogram", "Time from a request's head to its response written.");
   for (const auto& [operation, latency] : latency_) {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < bounds_.size(); ++i) {
       cumulative += latency.buckets[i];
-      out << "keel_gateway_request_duration_seconds_bucket{" << label(operation) << ",le=\"" << bounds_[i] << "\"} "
-          << cumulative << "\n";
+      out.sample("keel_gateway_request_duration_seconds_bucket",
+                 label(operation) + "," + PrometheusText::label("le", PrometheusText::number(bounds_[i])), cumulative);
     }
-    out << "keel_gateway_request_duration_seconds_bucket{" << label(operation) << ",le=\"+Inf\"} " << latency.count
-        << "\n";
-    out << "keel_gateway_request_duration_seconds_sum{" << label(operation) << "} " << latency.sum << "\n";
-    out << "keel_gateway_request_duration_seconds_count{" << label(operation) << "} " << latency.count << "\n";
+    out.sample("keel_gateway_request_duration_seconds_bucket", label(operation) + ",le=\"+Inf\"", latency.count);
+    out.sample("keel_gateway_request_duration_seconds_sum", label(operation), latency.sum);
+    out.sample("keel_gateway_request_duration_seconds_count", label(operation), latency.count);
   }
   if (dedupe_source_) render_dedupe(out, dedupe_source_());
   // The RDMA data plane: payloads moved one-sidedly (their requests also count above, with 0 body bytes).
@@ -121,9 +114,16 @@ std::string Metrics::render() const {
   counters("keel_gateway_rdma_transfer_seconds_total", "Seconds spent in RDMA transfers, by operation.", rdma_seconds_);
   counters("keel_gateway_rdma_declined_total", "Requests with an RDMA token declined (resent over HTTP).",
            rdma_declined_);
-  out << "# HELP keel_gateway_rdma_sessions RDMA client sessions connected.\n# TYPE keel_gateway_rdma_sessions gauge\n"
-      << "keel_gateway_rdma_sessions " << rdma_sessions_ << "\n";
-  return out.str();
+  out.family("keel_gateway_rdma_sessions", "gauge", "RDMA client sessions connected.");
+  out.sample("keel_gateway_rdma_sessions", "", static_cast<uint64_t>(rdma_sessions_));
+  out.family("keel_gateway_connections_open", "gauge", "Client connections open now.");
+  out.sample("keel_gateway_connections_open", "", static_cast<uint64_t>(open_connections_));
+  out.family("keel_gateway_connection_events_total", "counter",
+             "Connections refused over a cap, and request bodies cut off below the minimum rate.");
+  for (const auto& [event, count] : connection_events_) {
+    out.sample("keel_gateway_connection_events_total", PrometheusText::label("event", event), count);
+  }
+  return out.take();
 }
 
 }  // namespace keel::gateway

@@ -38,6 +38,10 @@ class Metrics {
   // A request with an RDMA token that was declined (its client resends it over HTTP).
   void record_rdma_declined(const std::string& operation);
   void set_rdma_sessions(size_t sessions);
+  // The connection layer: an event ("refused_server_cap",
+  // "refused_client_cap", "slow_body_cut") and the connections open now.
+  void record_connection_event(const std::string& event);
+  void set_open_connections(size_t open);
 
   // Text exposition format, version 0.0.4.
   std::string render() const;
@@ -61,6 +65,8 @@ class Metrics {
   std::map<std::string, double> rdma_seconds_;
   std::map<std::string, uint64_t> rdma_declined_;
   size_t rdma_sessions_ = 0;
+  std::map<std::string, uint64_t> connection_events_;
+  size_t open_connections_ = 0;
 };
 
 }  // namespace keel::gateway

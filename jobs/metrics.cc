@@ -1,8 +1,9 @@
 #include "jobs/metrics.h"
 
-#include <cstdio>
 #include <functional>
 #include <string_view>
+
+#include "util/prometheus_text.h"
 
 
 namespace keel::jobs {
@@ -14,27 +15,6 @@ using catalog::JobOutcome;
 constexpr JobOutcome kRunOutcomes[] = {JobOutcome::kSuccess, JobOutcome::kPartial, JobOutcome::kFailed,
                                        JobOutcome::kInterrupted};
 
-std::string label_value(std::string_view value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
-}
-
 double seconds_of_ns(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 class Exposition {
@@ -42,15 +22,15 @@ class Exposition {
   // One metric family: its HELP and TYPE, then a sample per job that has one.
   void family(const char* name, const char* help, const std::vector<JobStatus>& jobs,
               const std::function<void(const JobStatus&, const std::string& job_label)>& samples) {
-    out_ += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    out_.family(name, "gauge", help);
     name_ = name;
-    for (const JobStatus& job : jobs) samples(job, "job=\"" + label_value(job.name) + "\"");
+    for (const JobStatus& job : jobs) samples(job, PrometheusText::label("job", job.name));
   }
-  void sample(const std::string& labels, double value) { out_ += name_ + "{" + labels + "} " + number(value) + "\n"; }
-  std::string take() { return std::move(out_); }
+  void sample(const std::string& labels, double value) { out_.sample(name_, labels, value); }
+  std::string take() { return out_.take(); }
 
  private:
-  std::string out_;
+  PrometheusText out_;
   std::string name_;
 };
 
@@ -75,7 +55,7 @@ std::string render_metrics(const std::vector<JobStatus>& jobs, TimePoint now) {
            [&](const JobStatus& j, const std::string& l) {
              if (!j.last_run) return;
              for (JobOutcome o : kRunOutcomes) {
-               e.sample(l + ",outcome=\"" + std::string(catalog::job_outcome_name(o)) + "\"",
+               e.sample(l + "," + PrometheusText::label("outcome", catalog::job_outcome_name(o)),
                         j.last_run->outcome == o ? 1 : 0);
              }
            });

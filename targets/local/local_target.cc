@@ -4,14 +4,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include "targets/local/direct_file.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/host.h"
 #include "util/id.h"
 
 namespace fs = std::filesystem;
@@ -23,6 +27,36 @@ constexpr const char* kTmpDir = "tmp";
 // Whole objects smaller than this (snapshots, key slots, the config) are
 // written through the page cache: O_DIRECT saves nothing on a few blocks.
 constexpr size_t kDirectMinPut = size_t{1} << 20;
+
+constexpr std::string_view kUploadSuffix = ".upload";
+
+// This host's name as it may stand in a file name.
+std::string host_for_file_name() {
+  std::string host = local_hostname();
+  for (char& c : host) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+  }
+  return host;
+}
+
+// tmp/<random>-<pid>-<host>.upload: the process that writes it, so the next
+// command on this host can remove it once that process is gone.
+std::string upload_name() {
+  return Id::random().hex() + "-" + std::to_string(::getpid()) + "-" + host_for_file_name() + std::string(kUploadSuffix);
+}
+
+// The pid in an upload_name() written on this host; nothing for others'
+// uploads and for names of another form.
+std::optional<int64_t> upload_pid_here(const std::string& name) {
+  if (!name.ends_with(kUploadSuffix)) return std::nullopt;
+  const std::string stem = name.substr(0, name.size() - kUploadSuffix.size());
+  const size_t first = stem.find('-');
+  const size_t second = first == std::string::npos ? first : stem.find('-', first + 1);
+  if (second == std::string::npos || stem.substr(second + 1) != host_for_file_name()) return std::nullopt;
+  const std::string pid = stem.substr(first + 1, second - first - 1);
+  if (pid.empty() || pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(pid);
+}
 
 class LocalTarget;
 
@@ -122,13 +156,17 @@ class LocalTarget : public Target {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("remove " + path, errno);
   }
 
+  // Also, whatever their age, the uploads of processes of this host that no
+  // longer run (killed, crashed): upload_name() records the writer.
   size_t remove_stale_uploads(std::chrono::seconds min_age) override {
     size_t removed = 0;
     std::error_code ec;
     auto now = fs::file_time_type::clock::now();
     for (const auto& entry : fs::directory_iterator(root_ / kTmpDir, ec)) {
+      const std::optional<int64_t> pid = upload_pid_here(entry.path().filename().string());
+      const bool writer_gone = pid && !process_running_here(*pid);
       auto modified = entry.last_write_time(ec);
-      if (ec || now - modified < min_age) continue;
+      if (!writer_gone && (ec || now - modified < min_age)) continue;
       if (fs::remove(entry.path(), ec)) ++removed;
     }
     return removed;
@@ -145,7 +183,7 @@ class LocalTarget : public Target {
  private:
   std::unique_ptr<Upload> start(const std::string& key, bool direct) {
     check_key(key);
-    std::string tmp = (root_ / kTmpDir / (Id::random().hex() + ".upload")).string();
+    std::string tmp = (root_ / kTmpDir / upload_name()).string();
     return std::make_unique<LocalUpload>(*this, key, tmp, direct);
   }
 
@@ -202,6 +240,13 @@ std::unique_ptr<Target> open_local_target(const std::string& root, bool create) 
     fs::create_directories(p / kTmpDir, ec);
     if (ec) throw Error(ErrorKind::kTargetIo, "create " + p.string() + ": " + ec.message());
   } else if (!fs::is_directory(p, ec)) {
+    const fs::file_status status = fs::status(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+      throw Error(ErrorKind::kTargetIo, p.string() + ": cannot be read: " + ec.message());
+    }
+    if (fs::exists(status)) {
+      throw Error(ErrorKind::kRepository, p.string() + ": is a file, not a repository directory");
+    }
     throw Error(ErrorKind::kRepository, p.string() + ": no such directory");
   } else {
     fs::create_directories(p / kTmpDir, ec);

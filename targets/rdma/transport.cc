@@ -1,24 +1,15 @@
 #include "targets/rdma/transport.h"
 
 #include "util/error.h"
+#include "util/host_port.h"
 
 namespace keel::targets::rdma {
 
 Endpoint Endpoint::parse(const std::string& text) {
-  const size_t colon = text.rfind(':');
+  HostPort address = parse_host_port(text, "RDMA address");
   Endpoint endpoint;
-  if (colon != std::string::npos) {
-    endpoint.host = text.substr(0, colon);
-    if (endpoint.host.size() > 2 && endpoint.host.front() == '[' && endpoint.host.back() == ']')
-      endpoint.host = endpoint.host.substr(1, endpoint.host.size() - 2);
-    const std::string port = text.substr(colon + 1);
-    unsigned long value = 0;
-    if (!port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos)
-      value = std::stoul(port);
-    endpoint.port = static_cast<uint16_t>(value <= 65535 ? value : 0);
-  }
-  if (endpoint.host.empty() || endpoint.host.find_first_of("[]") != std::string::npos || endpoint.port == 0)
-    throw Error(ErrorKind::kUsage, "RDMA address '" + text + "': expected HOST:PORT (an address on the RDMA device)");
+  endpoint.host = std::move(address.host);
+  endpoint.port = address.port;
   return endpoint;
 }
 

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "util/error.h"
+#include "util/host_port.h"
 
 namespace keel::targets::s3 {
 
@@ -39,28 +40,16 @@ Endpoint Endpoint::parse(const std::string& url) {
     if (rest.substr(slash) != "/") throw Error(ErrorKind::kUsage, "endpoint " + url + ": must not have a path");
     rest = rest.substr(0, slash);
   }
-  if (!rest.empty() && rest[0] == '[') {  // [v6]:port
-    auto close = rest.find(']');
-    if (close == std::string::npos) throw Error(ErrorKind::kUsage, "endpoint " + url + ": unclosed [");
-    e.host = rest.substr(1, close - 1);
-    rest = rest.substr(close + 1);
-    if (!rest.empty() && rest[0] == ':') e.port = rest.substr(1);
-  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
-    e.host = rest.substr(0, colon);
-    e.port = rest.substr(colon + 1);
-  } else {
-    e.host = rest;
-  }
-  if (e.host.empty()) throw Error(ErrorKind::kUsage, "endpoint " + url + ": no host");
-  if (e.port.empty()) e.port = e.tls ? "443" : "80";
-  if (e.port.find_first_not_of("0123456789") != std::string::npos) {
-    throw Error(ErrorKind::kUsage, "endpoint " + url + ": bad port " + e.port);
-  }
+  HostPortRules rules;
+  rules.default_port = e.tls ? 443 : 80;
+  HostPort address = parse_host_port(rest, "endpoint " + url + ": host", rules);
+  e.host = std::move(address.host);
+  e.port = std::to_string(address.port);
   return e;
 }
 
 std::string Endpoint::host_header() const {
-  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  const std::string h = bracketed_host(host);
   bool default_port = (tls && port == "443") || (!tls && port == "80");
   return default_port ? h : h + ":" + port;
 }

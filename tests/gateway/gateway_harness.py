@@ -29,9 +29,10 @@ class Gateway:
     dedupe=True, buckets created through the API are dedupe buckets in a
     fresh keel repository (self.repo)."""
 
-    def __init__(self, dedupe=False, rdma_listen=None, extra_config=""):
-        """`rdma_listen`: serve the RDMA data plane there too (an address on an RDMA device).
-        `extra_config`: more sections (users, buckets) appended to the configuration."""
+    def __init__(self, dedupe=False, rdma_listen=None, extra_config="", server_extra=""):
+        """`rdma_listen`: serve the RDMA data plane there too (an address on an RDMA device);
+        `extra_config`: more sections (users, buckets) appended to the configuration;
+        `server_extra`: more `key = value` lines for the [server] section."""
         self.dir = tempfile.mkdtemp(prefix="keel-gateway-")
         self.cert = os.path.join(self.dir, "cert.pem")
         key = os.path.join(self.dir, "key.pem")
@@ -42,7 +43,7 @@ class Gateway:
         users = "".join(f"[user:{name}]\naccess_key = {a}\nsecret_key = {s}\n\n" for name, (a, s) in USERS.items())
         rdma = f"rdma_listen = {rdma_listen}\n" if rdma_listen else ""
         config = (f"[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_certificate = {self.cert}\n"
-                  f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n{rdma}\n{users}"
+                  f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n{rdma}{server_extra}\n{users}"
                   f"[bucket:shared]\nowner = alice\ngrants = bob:read\npath = {state}/configured/shared\n\n"
                   f"[bucket:alice-private]\nowner = alice\npath = {state}/configured/alice-private\n\n"
                   + extra_config)

@@ -9,6 +9,7 @@
 using namespace keel;
 using keel::cli::parse_duration;
 using keel::cli::parse_fraction;
+using keel::cli::parse_count;
 using keel::cli::parse_size;
 using std::chrono::seconds;
 
@@ -90,5 +91,28 @@ TEST_CASE("parse_size reads bytes and binary units", "[cli][parse]") {
     INFO(bad);
     CHECK_THAT(usage_error([&] { parse_size(bad, "--max-repack"); }),
                Catch::Contains("--max-repack") && Catch::Contains(std::string("'") + bad + "'"));
+  }
+}
+
+TEST_CASE("parse_duration refuses more than 100 years, so no clock overflows", "[cli][parse]") {
+  CHECK(parse_duration("36600d", "--grace") == keel::cli::kLongestDuration);
+  CHECK_THAT(usage_error([] { parse_duration("36601d", "--grace"); }), Catch::Contains("at most 100 years"));
+  CHECK_THAT(usage_error([] { parse_duration("106751991167d", "--grace"); }), Catch::Contains("at most 100 years"));
+}
+
+TEST_CASE("parse_count takes whole numbers in range and nothing that could wrap", "[cli][parse]") {
+  CHECK(parse_count("0", "--readers", 0, 1024) == 0);
+  CHECK(parse_count("1024", "--readers", 0, 1024) == 1024);
+  CHECK(parse_count("18446744073709551615", "--seed", 0, UINT64_MAX) == UINT64_MAX);
+  CHECK(usage_error([] { parse_count("-1", "--keep-last", 0, 100); }) ==
+        "--keep-last '-1': give a whole number from 0 to 100");
+  CHECK(usage_error([] { parse_count("17592186044416", "--pack-size", 1, 4096, "MiB"); }) ==
+        "--pack-size '17592186044416': too large: give a whole number from 1 to 4096 (MiB)");
+  CHECK(usage_error([] { parse_count("0", "--pack-size", 1, 4096, "MiB"); }) ==
+        "--pack-size '0': too small: give a whole number from 1 to 4096 (MiB)");
+  for (const char* bad : {"", " 1", "1 ", "+1", "1e3", "0x10", "5x", "1.5", "99999999999999999999999"}) {
+    INFO(bad);
+    CHECK_THAT(usage_error([&] { parse_count(bad, "--readers", 0, 1024); }),
+               Catch::StartsWith(std::string("--readers '") + bad + "'"));
   }
 }

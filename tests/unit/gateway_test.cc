@@ -352,6 +352,34 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
   CHECK_THAT(fails(server + "color = blue\n"), Catch::Contains("color"));
   CHECK_THAT(fails("[server]\nlisten = 127.0.0.1:1\ntls_listen = 127.0.0.1:2\nstate_dir = /s\n"),
              Catch::Contains("tls_certificate"));
+  CHECK_THAT(fails("[server]\nlisten = 127.0.0.1:65536\nstate_dir = /s\n"),
+             Catch::Contains("listen address '127.0.0.1:65536': port 65536 is out of range"));
+  CHECK_THAT(fails("[server]\nlisten = ::1:9000\nstate_dir = /s\n"), Catch::Contains("needs brackets"));
+}
+
+TEST_CASE("gateway config: connection limits, their defaults and their ranges", "[gateway]") {
+  const std::string server = "[server]\nlisten = 127.0.0.1:1\nstate_dir = /s\n";
+  std::istringstream defaults(server);
+  const ConnectionLimits d = GatewayConfig::parse(defaults, "d.conf").limits;
+  CHECK(d.max_connections == 1024);
+  CHECK(d.max_connections_per_client == 128);
+  CHECK(d.idle_timeout == std::chrono::seconds(60));
+  CHECK(d.min_body_rate == 4096);
+  std::istringstream set(server + "max_connections = 50\nmax_connections_per_client = 5\nidle_timeout = 7\n"
+                                  "min_body_rate = 0\nbody_rate_window = 3\nthreads = 2\n");
+  const GatewayConfig c = GatewayConfig::parse(set, "c.conf");
+  CHECK(c.limits.max_connections == 50);
+  CHECK(c.limits.max_connections_per_client == 5);
+  CHECK(c.limits.idle_timeout == std::chrono::seconds(7));
+  CHECK(c.limits.min_body_rate == 0);
+  CHECK(c.limits.body_rate_window == std::chrono::seconds(3));
+  CHECK(c.threads == 2);
+  for (const char* bad : {"max_connections = 0", "max_connections = -1", "idle_timeout = 10s", "threads = 4x",
+                          "body_rate_window = 99999999999999999999"}) {
+    INFO(bad);
+    std::istringstream in(server + bad + "\n");
+    CHECK_THROWS_WITH(GatewayConfig::parse(in, "bad.conf"), Catch::Contains("must be a whole number from"));
+  }
 }
 
 TEST_CASE("gateway metadata: versions, delete markers and listings", "[gateway]") {

@@ -15,7 +15,7 @@
 #include "jobs/job_status.h"
 #include "jobs/job_store.h"
 #include "jobs/metrics.h"
-#include "jobs/metrics_server.h"
+#include "util/prometheus_server.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/file_lock.h"
@@ -253,7 +253,7 @@ TEST_CASE("metrics: Prometheus text with every series per job", "[jobs]") {
 
 TEST_CASE("metrics server answers GET /metrics on loopback", "[jobs]") {
   int renders = 0;
-  MetricsServer server("127.0.0.1:0", [&] {
+  PrometheusServer server("127.0.0.1:0", [&] {
     ++renders;
     return std::string("keel_job_running{job=\"x\"} 1\n");
   });
@@ -267,10 +267,10 @@ TEST_CASE("metrics server answers GET /metrics on loopback", "[jobs]") {
   CHECK_THAT(http_get(address, "POST /metrics HTTP/1.0\r\n\r\n"), Catch::StartsWith("HTTP/1.0 405"));
   CHECK(renders == 1);
 
-  CHECK_THROWS_AS(MetricsServer("9464", [] { return std::string(); }), Error);
-  CHECK_THROWS_AS(MetricsServer("no.such.host.invalid:9464", [] { return std::string(); }), Error);
+  CHECK_THROWS_AS(PrometheusServer("9464", [] { return std::string(); }), Error);
+  CHECK_THROWS_AS(PrometheusServer("no.such.host.invalid:9464", [] { return std::string(); }), Error);
   try {
-    MetricsServer taken(address, [] { return std::string(); });
+    PrometheusServer taken(address, [] { return std::string(); });
     FAIL("listened on a port in use");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::kTargetIo);

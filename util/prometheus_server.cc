@@ -1,4 +1,4 @@
-#include "jobs/metrics_server.h"
+#include "util/prometheus_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -8,16 +8,16 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/host_port.h"
+#include "util/prometheus_text.h"
 
-namespace keel::jobs {
+namespace keel {
 namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-
-constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 // One connection: read a request, answer, repeat while the client keeps it
 // alive; every step under the client timeout.
@@ -28,7 +28,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read() {
     request_ = {};
-    stream_.expires_after(MetricsServer::kClientTimeout);
+    stream_.expires_after(PrometheusServer::kClientTimeout);
     http::async_read(stream_, buffer_, request_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (!ec) self->answer();
     });
@@ -43,17 +43,17 @@ class Session : public std::enable_shared_from_this<Session> {
     if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
       response->result(http::status::method_not_allowed);
       response->set(http::field::allow, "GET, HEAD");
-    } else if (request_.target() != "/metrics") {
+    } else if (const auto target = request_.target(); target.substr(0, target.find('?')) != "/metrics") {
       response->result(http::status::not_found);
       response->body() = "keel serves /metrics\n";
     } else {
       response->result(http::status::ok);
-      response->set(http::field::content_type, kContentType);
+      response->set(http::field::content_type, PrometheusText::kContentType);
       response->body() = render_();
     }
     response->prepare_payload();
     if (request_.method() == http::verb::head) response->body().clear();
-    stream_.expires_after(MetricsServer::kClientTimeout);
+    stream_.expires_after(PrometheusServer::kClientTimeout);
     http::async_write(stream_, *response, [self = shared_from_this(), response](beast::error_code ec, size_t) {
       if (ec) return;
       if (response->keep_alive()) {
@@ -71,21 +71,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::function<std::string()>& render_;
 };
 
-// "host:port" or "[v6]:port".
-std::pair<std::string, std::string> split_address(const std::string& listen) {
-  size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon + 1 == listen.size()) {
-    throw Error(ErrorKind::kUsage, "metrics address '" + listen + "': give HOST:PORT, e.g. 127.0.0.1:9464");
-  }
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty()) throw Error(ErrorKind::kUsage, "metrics address '" + listen + "': give a host, e.g. 127.0.0.1");
-  return {host, listen.substr(colon + 1)};
-}
-
 }  // namespace
 
-struct MetricsServer::Impl {
+struct PrometheusServer::Impl {
   std::function<std::string()> render;
   asio::io_context io;
   tcp::acceptor acceptor{io};
@@ -100,14 +88,16 @@ struct MetricsServer::Impl {
   }
 };
 
-MetricsServer::MetricsServer(const std::string& listen, std::function<std::string()> render)
+PrometheusServer::PrometheusServer(const std::string& listen, std::function<std::string()> render)
     : impl_(std::make_unique<Impl>()) {
   impl_->render = std::move(render);
-  auto [host, port] = split_address(listen);
+  HostPortRules rules;
+  rules.allow_port_zero = true;
+  const HostPort address = parse_host_port(listen, "metrics address", rules);
   tcp::endpoint endpoint;
   try {
     tcp::resolver resolver(impl_->io);
-    auto results = resolver.resolve(host, port, tcp::resolver::numeric_service);
+    auto results = resolver.resolve(address.host, std::to_string(address.port), tcp::resolver::numeric_service);
     if (results.empty()) throw Error(ErrorKind::kUsage, "metrics address '" + listen + "': resolves to nothing");
     endpoint = results.begin()->endpoint();
   } catch (const boost::system::system_error& e) {
@@ -125,16 +115,14 @@ MetricsServer::MetricsServer(const std::string& listen, std::function<std::strin
   impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
 }
 
-MetricsServer::~MetricsServer() {
+PrometheusServer::~PrometheusServer() {
   impl_->io.stop();
   impl_->thread.join();
 }
 
-std::string MetricsServer::address() const {
-  tcp::endpoint e = impl_->acceptor.local_endpoint();
-  std::string host = e.address().to_string();
-  if (e.address().is_v6()) host = "[" + host + "]";
-  return host + ":" + std::to_string(e.port());
+std::string PrometheusServer::address() const {
+  const tcp::endpoint e = impl_->acceptor.local_endpoint();
+  return format_host_port({e.address().to_string(), e.port()});
 }
 
-}  // namespace keel::jobs
+}  // namespace keel
