@@ -52,7 +52,7 @@ void operands(std::ostream& out, const std::vector<OptionDoc>& docs) {
   for (const OptionDoc& o : docs) {
     std::string name;
     for (char c : o.long_name) name += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    out << ".TP\n\fI" << roff(name) << "\fR\n" << roff(o.description) << "\n";
+    out << ".TP\n\\fI" << roff(name) << "\\fR\n" << roff(o.description) << "\n";
   }
 }
 

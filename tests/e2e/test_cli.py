@@ -35,13 +35,15 @@ class CliTest(KeelTestCase):
             self.assertIn(name, commands)
         self.assertEqual(sorted(os.listdir(man_dir)), sorted(["keel.1"] + [f"keel-{c}.1" for c in commands]))
         for command in commands:
-            page = open(os.path.join(man_dir, f"keel-{command}.1")).read()
+            with open(os.path.join(man_dir, f"keel-{command}.1")) as f:
+                page = f.read()
             self.assertTrue(page.startswith(f'.TH KEEL\\-{command.upper()} 1'), command)
             if command in ("job",):
                 continue  # one help per action, checked below
             for option in help_options(self.keel(command, "--help").stdout.decode()):
                 self.assertTrue(self.documented(option, page), f"keel-{command}.1 lacks --{option}")
-        job = open(os.path.join(man_dir, "keel-job.1")).read()
+        with open(os.path.join(man_dir, "keel-job.1")) as f:
+            job = f.read()
         for option in help_options(self.keel("job", "add", "--help").stdout.decode()):
             self.assertTrue(self.documented(option, job), f"keel-job.1 lacks --{option}")
         if shutil.which("groff"):

@@ -85,10 +85,12 @@ class InspectTest(KeelTestCase):
         self.assertEqual(by_id[second]["restore_bytes"], size)
         self.assertEqual(out["total"]["snapshots"], 2)
         self.assertEqual(out["total"]["restore_bytes"], 2 * size)
-        # Two identical snapshots share every blob: the repository stores them once.
-        self.assertEqual(out["total"]["raw_bytes"], one["raw_bytes"])
-        self.assertEqual(out["total"]["stored_bytes"], one["stored_bytes"])
-        self.assertAlmostEqual(out["total"]["dedup_ratio"], 2 * one["dedup_ratio"], places=6)
+        # Two snapshots of the same files share every chunk: the repository
+        # stores them once (only the trees above the source, whose times moved, differ).
+        self.assertGreaterEqual(out["total"]["raw_bytes"], one["raw_bytes"])
+        self.assertLess(out["total"]["raw_bytes"], one["raw_bytes"] + 4096)
+        self.assertLess(out["total"]["stored_bytes"], one["stored_bytes"] + 4096)
+        self.assertGreater(out["total"]["dedup_ratio"], 1.95 * one["dedup_ratio"])
         # 6000 bytes of "alpha\n" compress well; random data does not: stored is below raw.
         self.assertLess(one["stored_bytes"], one["raw_bytes"])
         self.assertGreater(one["compression_ratio"], 1.0)
