@@ -10,6 +10,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "cli/global_options.h"
 #include "engine/repository.h"
 #include "engine/repository_access.h"
 #include "targets/open_target.h"
@@ -18,24 +19,20 @@ namespace keel::cli {
 
 namespace po = boost::program_options;
 
-struct GlobalOptions {
-  std::string repo;           // --repo, KEEL_REPO
-  std::string password_file;  // --password-file, KEEL_PASSWORD_FILE
-  std::string catalog;        // --catalog, KEEL_CATALOG
-  bool json = false;
-  bool quiet = false;
-  std::string s3_timeout;     // --s3-timeout, KEEL_S3_TIMEOUT
-  targets::TargetOptions target;  // --endpoint, --region, --ca-file, ...
-};
-
 class App {
  public:
   GlobalOptions global;
   // Set by SIGINT/SIGTERM; long operations stop at the next safe point.
   static std::atomic<bool> cancel;
 
-  // Options every command accepts.
+  // Options every command accepts (cli/global_options.h).
   po::options_description global_options();
+
+  // Set while keel describes its commands (man pages, completions): parse()
+  // hands a command's option definitions here and throws Described instead
+  // of parsing, so the command stops before doing anything.
+  std::function<void(const po::options_description&, const po::positional_options_description&)> describe;
+  struct Described {};
   // Parses a command's arguments together with the global options; fills
   // `vm` and env defaults. Returns false after printing help if --help was
   // given (the command then exits 0). Throws Error(kUsage) on bad input.

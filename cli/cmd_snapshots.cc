@@ -12,12 +12,6 @@
 namespace keel::cli {
 
 namespace {
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
 std::string mode_string(const engine::NodeMeta& m) {
   static const char kTypes[] = "-dlpcbs";
   std::string s(1, kTypes[static_cast<int>(m.type)]);
@@ -60,7 +54,7 @@ int cmd_snapshots(App& app, const Args& args) {
   for (const auto& s : snaps) {
     std::printf("%-8s  %-19s  %-12s  %10s  %10s  %s%s\n", s.id.short_hex().c_str(), local_time(s.time_ns).c_str(),
                 s.host.c_str(), human_bytes(s.stats.bytes).c_str(), human_bytes(s.stats.bytes_added).c_str(),
-                joined(s.paths).c_str(), s.tags.empty() ? "" : ("  [" + joined(s.tags) + "]").c_str());
+                comma_joined(s.paths).c_str(), s.tags.empty() ? "" : ("  [" + comma_joined(s.tags) + "]").c_str());
   }
   std::printf("%zu snapshots\n", snaps.size());
   return 0;

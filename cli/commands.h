@@ -29,5 +29,25 @@ int cmd_scheduler(App& app, const Args& args);
 int cmd_gateway(App& app, const Args& args);
 int cmd_mount(App& app, const Args& args);
 int cmd_unlock(App& app, const Args& args);
+int cmd_diff(App& app, const Args& args);
+int cmd_stats(App& app, const Args& args);
+int cmd_dump(App& app, const Args& args);
+int cmd_tag(App& app, const Args& args);
+
+// One entry per command: what main() dispatches to, what `keel help` lists,
+// and what the man pages and shell completions are generated from.
+struct CommandSpec {
+  const char* name;
+  const char* summary;  // one line for `keel help` and the man page's NAME
+  int (*run)(App&, const Args&);
+  // Commands made of actions that each parse their own options (`keel job
+  // add`): the action words, "" for the command without one. Empty: the
+  // command parses its options itself, once.
+  std::vector<std::string> actions = {};
+};
+
+// Every command, in the order `keel help` lists them.
+const std::vector<CommandSpec>& command_table();
+const CommandSpec* find_command(const std::string& name);
 
 }  // namespace keel::cli

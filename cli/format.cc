@@ -56,4 +56,10 @@ std::string iso_time(int64_t unix_ns) {
   return buf;
 }
 
+std::string comma_joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
 }  // namespace keel::cli

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # keel's main job on its embedded default: a local directory repository and the
-# SQLite catalog. Installs dependencies, builds, backs up examples/data,
+# SQLite catalog. Installs what building and running keel needs (not the test
+# dependencies: scripts/test.sh installs those), builds keel alone (no tests,
+# benchmarks or fuzzers) in build-demo/, backs up examples/data,
 # restores it to a scratch directory, verifies it byte for byte, checks the
 # repository. Everything it writes lives under $KEEL_DEMO_DIR (default .demo/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+scripts/setup.sh build
+cmake -S . -B build-demo -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCH=OFF >/dev/null
+ninja -C build-demo keel >/dev/null
 
 demo=$(realpath -m "${KEEL_DEMO_DIR:-.demo}")
 rm -rf "$demo"; mkdir -p "$demo"
 export KEEL_REPO=$demo/repo KEEL_PASSWORD=${KEEL_PASSWORD:-demo-password} XDG_DATA_HOME=$demo/state
-keel=build/cli/keel
+keel=build-demo/cli/keel
 data=$(realpath examples/data)
 
 set -x

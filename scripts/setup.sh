@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Installs every Debian package keel's build, tests and benchmarks need.
-# Idempotent: does nothing when all are present. Run as root or with sudo.
+# Installs the Debian packages keel needs. Idempotent: does nothing when all
+# are present. Run as root or with sudo.
+#   scripts/setup.sh build   building and running keel (what scripts/demo.sh needs)
+#   scripts/setup.sh test    also the tests, benchmarks, fuzzers and the package test (the default)
 set -euo pipefail
 
-PACKAGES=(
-  # build
+mode=${1:-test}
+BUILD=(
   g++ cmake ninja-build pkg-config
   libzstd-dev libxxhash-dev libisal-dev libssl-dev libsqlite3-dev libicu-dev libexpat1-dev
   libboost-dev libboost-program-options-dev
   libfuse3-dev fuse3  # keel mount
-  # tests and benchmarks
+  # the RDMA data plane is always built (rdma-core's libraries)
+  libibverbs-dev librdmacm-dev
+)
+TEST=(
   catch2 libbenchmark-dev python3 attr time
   restic borgbackup
   # a real S3 server for the S3 tests: Ceph's RADOS Gateway (tests/s3/rgw.sh)
@@ -18,10 +23,17 @@ PACKAGES=(
   s3cmd rclone python3-boto3
   # fuzz targets (cmake -DKEEL_FUZZ=ON): clang with libFuzzer
   clang libclang-rt-14-dev
-  # RDMA data plane (rdma-core) and its Soft-RoCE VM harness (tests/rdma/run-in-vm.sh)
-  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
+  # RDMA providers and the Soft-RoCE VM harness (tests/rdma/run-in-vm.sh)
+  rdma-core ibverbs-providers
   qemu-system-x86 busybox-static kmod cpio iproute2
+  # the Debian package test (tests/package): dpkg-shlibdeps, adduser, man rendering
+  dpkg-dev adduser man-db groff-base
 )
+case $mode in
+  build) PACKAGES=("${BUILD[@]}") ;;
+  test) PACKAGES=("${BUILD[@]}" "${TEST[@]}") ;;
+  *) echo "usage: scripts/setup.sh build|test" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

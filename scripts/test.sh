@@ -4,7 +4,7 @@
 #   scripts/test.sh --sanitize   ASan+UBSan build in build-asan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh test
 
 dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if [ "${1:-}" = "--sanitize" ]; then

@@ -1,0 +1,119 @@
+"""The command line as a whole: the command table, the generated man pages and
+shell completions agree with each command's --help (they come from the same
+option definitions)."""
+import os
+import pty
+import re
+import shutil
+import subprocess
+import unittest
+
+from keelcli import KEEL, KeelTestCase
+
+
+def help_options(text):
+    """The long options a --help output lists."""
+    return set(re.findall(r"^\s+(?:-\w \[ )?--([\w-]+)", text, re.M))
+
+
+class CliTest(KeelTestCase):
+    def commands(self):
+        usage = self.keel("help").stdout.decode()
+        return re.findall(r"^  (\w+)\s", usage, re.M)
+
+    @staticmethod
+    def documented(option, page):
+        """An option, or an operand (listed by its name in capitals)."""
+        return ("\\-\\-" + option.replace("-", "\\-") in page
+                or "\\fI" + option.upper().replace("-", "_") + "\\fR" in page)
+
+    def test_every_command_has_a_man_page_with_its_help_options(self):
+        man_dir = self.path("man")
+        self.keel("--generate-man", man_dir)
+        commands = self.commands()
+        for name in ("diff", "stats", "dump", "tag", "backup", "job", "gateway"):
+            self.assertIn(name, commands)
+        self.assertEqual(sorted(os.listdir(man_dir)), sorted(["keel.1"] + [f"keel-{c}.1" for c in commands]))
+        for command in commands:
+            with open(os.path.join(man_dir, f"keel-{command}.1")) as f:
+                page = f.read()
+            self.assertTrue(page.startswith(f'.TH KEEL\\-{command.upper()} 1'), command)
+            if command in ("job",):
+                continue  # one help per action, checked below
+            for option in help_options(self.keel(command, "--help").stdout.decode()):
+                self.assertTrue(self.documented(option, page), f"keel-{command}.1 lacks --{option}")
+        with open(os.path.join(man_dir, "keel-job.1")) as f:
+            job = f.read()
+        for option in help_options(self.keel("job", "add", "--help").stdout.decode()):
+            self.assertTrue(self.documented(option, job), f"keel-job.1 lacks --{option}")
+        if shutil.which("groff"):
+            p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(man_dir, "keel-backup.1")],
+                               capture_output=True)
+            self.assertEqual(p.returncode, 0)
+            self.assertEqual(p.stderr, b"", p.stderr.decode())
+
+    def test_bash_completion_completes_commands_actions_and_options(self):
+        script = self.path("keel.bash")
+        with open(script, "wb") as f:
+            f.write(self.keel("--generate-completion", "bash").stdout)
+
+        def complete(*words):
+            line = ["keel", *words]
+            cmd = (f"source {script}; COMP_WORDS=({' '.join(repr(w) for w in line)}); "
+                   f"COMP_CWORD={len(line) - 1}; _keel; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+            p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=self.tmp)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return set(p.stdout.split())
+
+        self.assertIn("backup", complete("ba"))
+        self.assertEqual(complete("--s3-timeout", "30s", "dif"), {"diff"})
+        self.assertIn("--exclude", complete("backup", "--ex"))
+        self.assertIn("--repo", complete("backup", "--re"))
+        self.assertEqual(complete("job", ""), {"add", "list", "show", "run", "remove"})
+        self.assertIn("--schedule", complete("job", "add", "--sch"))
+        self.assertEqual(complete("gateway", "g"), {"gc"})
+        self.assertIn("--dry-run", complete("gateway", "gc", "--dry"))
+        self.assertIn("--add", complete("tag", "latest", "--a"))
+
+    def test_zsh_completion_is_generated(self):
+        text = self.keel("--generate-completion", "zsh").stdout.decode()
+        self.assertTrue(text.startswith("#compdef keel"))
+        self.assertIn("'--exclude:skip items matching this glob (repeatable)'", text)
+        if shutil.which("zsh"):
+            p = subprocess.run(["zsh", "-n", "-c", text], capture_output=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        self.keel("--generate-completion", "fish", expect=2)
+
+    def test_progress_line_on_a_terminal_and_none_in_a_pipe(self):
+        src = self.path("big")
+        os.makedirs(src)
+        with open(os.path.join(src, "random.bin"), "wb") as f:
+            f.write(os.urandom(192 << 20))  # long enough (> 250 ms) for the first redraw
+        self.init()
+        primary, secondary = pty.openpty()
+        p = subprocess.Popen([KEEL, "backup", src], env=self.env, stdout=subprocess.PIPE, stderr=secondary)
+        os.close(secondary)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # EIO: keel closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        os.close(primary)
+        p.communicate()
+        self.assertEqual(p.returncode, 0)
+        self.assertIn(b"\r\x1b[K[", seen)  # a redrawn status line, then cleared
+        self.assertIn(b"files", seen)
+        # In a pipe (a cron job, systemd): nothing but the summary on stdout.
+        piped = self.keel("backup", src, "--force")
+        self.assertEqual(piped.stderr, b"")
+        self.assertIn(b"saved", piped.stdout)
+        piped = self.keel("check", "--read-data")
+        self.assertEqual(piped.stderr, b"")
+
+
+if __name__ == "__main__":
+    unittest.main()
