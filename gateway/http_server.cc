@@ -237,10 +237,13 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics,
         BodyRate rate(limits);
         // One read of the body, cut off when the client is below the minimum rate.
         const auto timed_read = [&](auto read) -> awaitable<size_t> {
-          lowest(stream).expires_after(rate.deadline());
+          const Clock::duration allowed = rate.deadline();
+          lowest(stream).expires_after(allowed);
           const auto started_read = Clock::now();
           const size_t got = co_await read();
-          if (ec == beast::error::timeout || (!ec && !rate.add(got, Clock::now() - started_read))) {
+          const Clock::duration waited = Clock::now() - started_read;
+          // A read that failed having waited all it was allowed is the expiry.
+          if (ec ? waited >= allowed : !rate.add(got, waited)) {
             metrics.record_connection_event("slow_body_cut");
             ec = beast::error::timeout;
           }
