@@ -226,7 +226,8 @@ TEST_CASE("a pack shorter than the index fails the blobs of the missing range", 
   const Id pack = blobs[0].pack;
   std::filesystem::resize_file(s.dir.file("repo/" + pack_key(pack)), blobs[4].blob.offset + 10);
   Collector got;
-  s.content.read(blobs, plan_reads(blobs, 0, 16 << 20), ReadOptions{}, got);
+  // max_read 1: each blob read alone (adjacent blobs would join even with no gap).
+  s.content.read(blobs, plan_reads(blobs, 0, 1), ReadOptions{}, got);
   CHECK(got.delivered.size() == 4);
   REQUIRE(got.failed.size() == 2);
   CHECK_THAT(got.failed[4], Catch::Contains("shorter than the index says") && Catch::Contains(pack.hex()));
