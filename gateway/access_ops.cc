@@ -7,6 +7,7 @@
 #include "gateway/access_rules.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
+#include "gateway/xml_reader.h"
 #include "util/error.h"
 #include "util/xml.h"
 
@@ -386,8 +387,8 @@ Response S3Api::get_ownership_controls(const Call& call) {
 std::unique_ptr<RequestBody> S3Api::put_ownership_controls(const Call& call) {
   const auto bucket = bucket_for(call, Access::kOwner);
   return small_body(call, [this, bucket](const std::string& body) {
-    const auto tree = parse_xml(body);
-    const std::string ownership = tree.get("OwnershipControls.Rule.ObjectOwnership", "");
+    const auto tree = read_xml_body(body);
+    const std::string ownership = xml_value(tree, "OwnershipControls.Rule.ObjectOwnership");
     if (ownership != "BucketOwnerEnforced" && ownership != "BucketOwnerPreferred" && ownership != "ObjectWriter") {
       throw S3Error("MalformedXML", "ObjectOwnership must be BucketOwnerEnforced, BucketOwnerPreferred or "
                                     "ObjectWriter, not '" + ownership + "'");
@@ -415,12 +416,12 @@ Response S3Api::get_public_access_block(const Call& call) {
 std::unique_ptr<RequestBody> S3Api::put_public_access_block(const Call& call) {
   const auto bucket = bucket_for(call, Access::kOwner);
   return small_body(call, [this, bucket](const std::string& body) {
-    const auto tree = parse_xml(body);
+    const auto tree = read_xml_body(body);
     const auto root = tree.get_child_optional("PublicAccessBlockConfiguration");
     if (!root) throw S3Error("MalformedXML", "the body is not a <PublicAccessBlockConfiguration> document");
     bool flags[4];
     for (size_t i = 0; i < kBlockNames.size(); ++i) {
-      const std::string value = root->get(std::string(kBlockNames[i]), "false");
+      const std::string value = xml_value(*root, std::string(kBlockNames[i]), "false");
       if (value != "true" && value != "false") {
         throw S3Error("MalformedXML", std::string(kBlockNames[i]) + " must be true or false");
       }

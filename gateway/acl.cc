@@ -9,6 +9,7 @@
 
 #include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
+#include "gateway/xml_reader.h"
 #include "util/bytes.h"
 #include "util/digest.h"
 #include "util/text.h"
@@ -156,22 +157,22 @@ std::string acl_document(const Acl& acl) {
 }
 
 Acl parse_acl_document(const std::string& body, const std::vector<User>& users) {
-  const auto tree = parse_xml(body);
+  const auto tree = read_xml_body(body);
   const auto policy = tree.get_child_optional("AccessControlPolicy");
   if (!policy) throw S3Error("MalformedACLError", "the body is not an AccessControlPolicy document");
   Acl acl;
-  const std::string owner_id = policy->get("Owner.ID", "");
+  const std::string owner_id = xml_value(*policy, "Owner.ID");
   if (owner_id.empty()) throw S3Error("MalformedACLError", "the AccessControlPolicy has no Owner ID");
   acl.owner = user_by_canonical_id(owner_id, users);
   const auto list = policy->get_child_optional("AccessControlList");
   if (!list) return acl;
   for (const auto& [name, grant] : *list) {
     if (name != "Grant") continue;
-    const std::string permission = grant.get("Permission", "");
+    const std::string permission = xml_value(grant, "Permission");
     const auto known = std::find_if(kPermissions.begin(), kPermissions.end(),
                                     [&](const PermissionName& p) { return p.name == permission; });
     if (known == kPermissions.end()) throw S3Error("MalformedACLError", "unknown Permission '" + permission + "'");
-    const std::string id = grant.get("Grantee.ID", ""), uri = grant.get("Grantee.URI", "");
+    const std::string id = xml_value(grant, "Grantee.ID"), uri = xml_value(grant, "Grantee.URI");
     if (!id.empty()) {
       acl.grants.push_back({Grant::To::kUser, user_by_canonical_id(id, users), known->permission});
     } else if (!uri.empty()) {
