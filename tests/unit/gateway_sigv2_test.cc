@@ -107,13 +107,13 @@ TEST_CASE("sigv2: subresources, amz headers and errors", "[gateway][sigv2]") {
   // V2 not enabled for the user: AWS's answer where V2 is not supported, even when correctly signed.
   CHECK(signed_get("AKIDV4ONLY", kMarch27, kUsers[1].secret_key) == "InvalidRequest");
 
-  CHECK(error_code([&] { authenticate(request("GET", "/b/o", {{"host", "h"}, {"authorization", "AWS nocolon"}}),
+  CHECK(error_code([&] { authenticate(request("GET", "/bkt/o", {{"host", "h"}, {"authorization", "AWS nocolon"}}),
                                       kUsers, kMarch27); }) == "InvalidArgument");
   CHECK(error_code([&] {
-          authenticate(request("GET", "/b/o", {{"host", "h"}, {"authorization", "AWS AKIAIOSFODNN7EXAMPLE:x"}}), kUsers,
+          authenticate(request("GET", "/bkt/o", {{"host", "h"}, {"authorization", "AWS AKIAIOSFODNN7EXAMPLE:x"}}), kUsers,
                        kMarch27);
         }) == "AccessDenied");  // no date at all
-  CHECK(error_code([&] { authenticate(request("GET", "/b/o?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Signature=x",
+  CHECK(error_code([&] { authenticate(request("GET", "/bkt/o?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Signature=x",
                                               {{"host", "h"}}), kUsers, kMarch27); }) == "AccessDenied");
 }
 
