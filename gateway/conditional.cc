@@ -2,12 +2,20 @@
 
 #include <ctime>
 
+#include "gateway/http_date.h"
 #include "gateway/s3_error.h"
 #include "util/text.h"
 
 namespace keel::gateway {
 
 namespace {
+
+// A date S3 would act on; a malformed one is ignored, as S3 ignores it.
+std::optional<int64_t> http_date(const std::string& text) {
+  const std::time_t seconds = parse_http_date(text);
+  if (seconds < 0) return std::nullopt;
+  return static_cast<int64_t>(seconds);
+}
 
 // An ETag list ("\"a\", \"b\"", W/ prefixes, or "*") against the object's ETag.
 bool etag_matches(const std::string& list, const std::string& etag) {
@@ -35,8 +43,8 @@ struct Conditions {
     };
     match = get("if-match");
     none_match = get("if-none-match");
-    if (const auto date = get("if-modified-since")) modified_since = parse_http_date(*date);
-    if (const auto date = get("if-unmodified-since")) unmodified_since = parse_http_date(*date);
+    if (const auto date = get("if-modified-since")) modified_since = http_date(*date);
+    if (const auto date = get("if-unmodified-since")) unmodified_since = http_date(*date);
   }
 };
 
@@ -45,17 +53,6 @@ S3Error precondition_failed(const std::string& what) {
 }
 
 }  // namespace
-
-std::optional<int64_t> parse_http_date(const std::string& text) {
-  static constexpr const char* kFormats[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-                                             "%a %b %e %H:%M:%S %Y"};
-  for (const char* format : kFormats) {
-    std::tm tm{};
-    const char* rest = strptime(text.c_str(), format, &tm);
-    if (rest && *rest == '\0') return static_cast<int64_t>(timegm(&tm));
-  }
-  return std::nullopt;
-}
 
 bool read_conditions_allow(const S3Request& request, const std::string& etag, int64_t modified_ns) {
   const Conditions c(request, "");

@@ -32,8 +32,4 @@ bool has_write_conditions(const S3Request& request);
 void check_write_conditions(const S3Request& request, const std::optional<ObjectRecord>& current,
                             std::string_view failure = "PreconditionFailed");
 
-// An HTTP date (IMF-fixdate, RFC 850 or asctime) in seconds; nullopt when
-// not one, which S3 then ignores.
-std::optional<int64_t> parse_http_date(const std::string& text);
-
 }  // namespace keel::gateway

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "gateway/http_date.h"
 #include "gateway/s3_error.h"
 #include "util/bytes.h"
 #include "util/text.h"
@@ -86,42 +87,6 @@ bool signed_with_v2(const S3Request& request) {
   const std::string authorization = request.header("authorization");
   if (!authorization.empty()) return authorization.starts_with("AWS ");
   return request.has_query("Signature") || request.has_query("AWSAccessKeyId");
-}
-
-std::time_t parse_http_date(const std::string& text) {
-  static constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                               "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  // "Tue, 27 Mar 2007 19:36:42 +0000": fixed positions after the weekday's comma.
-  const size_t comma = text.find(", ");
-  if (comma == std::string::npos) return -1;
-  const std::string_view rest = std::string_view(text).substr(comma + 2);
-  if (rest.size() < 24 || rest[2] != ' ' || rest[6] != ' ' || rest[11] != ' ' || rest[14] != ':' ||
-      rest[17] != ':' || rest[20] != ' ') {
-    return -1;
-  }
-  const std::string_view zone = rest.substr(21);
-  if (zone != "GMT" && zone != "+0000" && zone != "UTC" && zone != "Z") return -1;
-  const auto number = [&](size_t at, size_t length) {
-    int value = 0;
-    for (size_t i = at; i < at + length; ++i) {
-      if (rest[i] < '0' || rest[i] > '9') return -1;
-      value = value * 10 + (rest[i] - '0');
-    }
-    return value;
-  };
-  const auto month = std::find(kMonths.begin(), kMonths.end(), rest.substr(3, 3));
-  std::tm tm{};
-  tm.tm_mday = number(0, 2);
-  tm.tm_mon = static_cast<int>(month - kMonths.begin());
-  tm.tm_year = number(7, 4) - 1900;
-  tm.tm_hour = number(12, 2);
-  tm.tm_min = number(15, 2);
-  tm.tm_sec = number(18, 2);
-  if (month == kMonths.end() || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_year < 0 || tm.tm_hour < 0 ||
-      tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 || tm.tm_sec > 60) {
-    return -1;
-  }
-  return timegm(&tm);
 }
 
 std::string sigv2_string_to_sign(const S3Request& request, const std::string& date, bool bucket_slash) {

@@ -33,7 +33,4 @@ std::string sigv2_string_to_sign(const S3Request& request, const std::string& da
 // Base64 HMAC-SHA1 of `to_sign` under `secret`.
 std::string sigv2_signature(const std::string& secret, const std::string& to_sign);
 
-// "Tue, 27 Mar 2007 19:36:42 +0000" or "... GMT" (RFC 1123) to seconds; -1 if malformed.
-std::time_t parse_http_date(const std::string& text);
-
 }  // namespace keel::gateway

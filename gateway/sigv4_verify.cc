@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gateway/http_date.h"
 #include "gateway/s3_error.h"
 #include "gateway/sigv2_verify.h"
 #include "targets/s3/sigv4.h"

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "gateway/conditional.h"
+#include "gateway/http_date.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
@@ -100,7 +101,7 @@ TEST_CASE("conditional reads: RFC 7232 as S3 applies it", "[gateway][semantics]"
                     after = "Tue, 14 Nov 2023 23:13:20 GMT";
   CHECK(parse_http_date(at) == kModified / kSecond);
   CHECK(parse_http_date("Tuesday, 14-Nov-23 22:13:20 GMT") == kModified / kSecond);
-  CHECK_FALSE(parse_http_date("yesterday"));
+  CHECK(parse_http_date("yesterday") < 0);
   const auto allow = [&](NameValues headers) { return read_conditions_allow(with_headers(std::move(headers)), etag, kModified); };
   CHECK(allow({}));
   CHECK(allow({{"if-match", "\"0123abcd\""}}));

@@ -6,6 +6,7 @@
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
 #include "tests/unit/gateway_test_support.h"
+#include "gateway/http_date.h"
 #include "gateway/sigv2_verify.h"
 #include "gateway/sigv4_verify.h"
 
