@@ -58,15 +58,16 @@ using Clock = std::chrono::steady_clock;
 // a flood of connections took for good.
 class MappedBuffer {
  public:
-  explicit MappedBuffer(size_t size) : size_(size) {
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // An empty body still maps a page: mmap refuses a length of zero.
+  explicit MappedBuffer(size_t size) : size_(size), mapped_(std::max<size_t>(size, 1)) {
+    void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       throw Error(ErrorKind::kFailure,
                   "cannot map a " + std::to_string(size_) + "-byte request body buffer: " + std::strerror(errno));
     }
     data_ = static_cast<uint8_t*>(p);
   }
-  ~MappedBuffer() { ::munmap(data_, size_); }
+  ~MappedBuffer() { ::munmap(data_, mapped_); }
   MappedBuffer(const MappedBuffer&) = delete;
   MappedBuffer& operator=(const MappedBuffer&) = delete;
 
@@ -74,6 +75,7 @@ class MappedBuffer {
 
  private:
   size_t size_;
+  size_t mapped_;
   uint8_t* data_ = nullptr;
 };
 

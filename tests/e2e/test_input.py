@@ -26,7 +26,8 @@ class Numbers(KeelTestCase):
         self.assertIn("--chunk-avg '4194304': too large: give a whole number from 1 to 65536 (KiB)", err)
         self.assertNotIn("avg 0", err)
         self.assertIn("--compression '20'", self.refused("init", "--compression", "20"))
-        self.assertIn("--compression '-1'", self.refused("init", "--compression", "-1"))
+        self.assertIn("--compression '-8'", self.refused("init", "--compression", "-8"))
+        self.assertIn("--compression 'fastest'", self.refused("init", "--compression", "fastest"))
 
     def test_negative_counts_and_huge_durations_change_nothing(self):
         self.init()
