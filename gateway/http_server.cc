@@ -313,7 +313,7 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics,
 enum class Listener { kPlain, kTls };
 
 struct HttpServer::Impl {
-  explicit Impl(unsigned threads) : io(static_cast<int>(threads)), tls(asio::ssl::context::tls_server), threads(threads) {}
+  explicit Impl(unsigned threads) : threads(threads), io(static_cast<int>(threads)), tls(asio::ssl::context::tls_server) {}
 
   // A connection counted against the caps while it lives.
   class Slot {
@@ -408,8 +408,8 @@ struct HttpServer::Impl {
     }
   }
 
-  asio::io_context io;
-  asio::ssl::context tls;
+  // Declared before `io`: connections still pending when the server goes
+  // are destroyed with `io`, and each releases its slot here.
   unsigned threads;
   ConnectionLimits limits;
   std::mutex clients_mu;
@@ -418,6 +418,8 @@ struct HttpServer::Impl {
   unsigned peak_since_trim = 0;
   RequestHandler* handler = nullptr;
   Metrics* metrics = nullptr;
+  asio::io_context io;
+  asio::ssl::context tls;
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, Listener>> acceptors;
   std::unique_ptr<PrometheusServer> metrics_server;
 };
