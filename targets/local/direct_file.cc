@@ -34,17 +34,13 @@ bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kBlock == 
 void DirectFile::AlignedFree::operator()(uint8_t* p) const { std::free(p); }
 
 DirectFile::DirectFile(const std::string& path, bool direct) : path_(path) {
-  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
-  if (direct) {
-    const int fd = ::open(path.c_str(), kFlags | O_DIRECT, 0644);
-    if (fd >= 0) {
-      fd_ = UniqueFd(fd);
-      direct_ = true;
-      return;
-    }
-    if (errno != EINVAL) throw_errno("create " + path, errno);  // EINVAL: no O_DIRECT here
-  }
-  fd_ = open_or_throw(path, kFlags, 0644);
+  // Created buffered, then switched to O_DIRECT: open(O_CREAT | O_DIRECT)
+  // creates the file even where it then refuses O_DIRECT with EINVAL, and a
+  // second O_EXCL open would find it there.
+  fd_ = open_or_throw(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (!direct) return;
+  const int flags = ::fcntl(fd_.get(), F_GETFL);
+  direct_ = flags >= 0 && ::fcntl(fd_.get(), F_SETFL, flags | O_DIRECT) == 0;
 }
 
 DirectFile::~DirectFile() = default;
