@@ -8,7 +8,7 @@
 #include "gateway/bucket_policy.h"
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
-#include "tests/unit/gateway_test_support.h"
+#include "tests/unit/s3_error_code.h"
 
 using namespace keel::gateway;
 
@@ -16,7 +16,7 @@ namespace {
 
 const std::vector<User> kUsers = {{"alice", "AKIDA", "sa"}, {"bob", "AKIDB", "sb"}, {"carol", "AKIDC", "sc"}};
 
-const auto error_code = keel::test::s3_error_code;
+using keel::test::error_code;
 
 S3Request with_headers(NameValues headers) { return parse_request("PUT", "/bucket/key", std::move(headers), {}); }
 

@@ -5,7 +5,7 @@
 
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
-#include "tests/unit/gateway_test_support.h"
+#include "tests/unit/s3_error_code.h"
 #include "gateway/http_date.h"
 #include "gateway/sigv2_verify.h"
 #include "gateway/sigv4_verify.h"
@@ -20,7 +20,7 @@ const std::vector<User> kUsers = {
 const std::time_t kMarch27 = 1175029202;  // Tue, 27 Mar 2007 21:00:02 GMT
 const std::vector<std::string> kDomains = {"s3.amazonaws.com"};
 
-const auto error_code = keel::test::s3_error_code;
+using keel::test::error_code;
 
 S3Request request(const std::string& method, const std::string& target, NameValues headers) {
   return parse_request(method, target, std::move(headers), kDomains);
