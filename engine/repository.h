@@ -15,6 +15,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/chunker.h"
+#include "engine/compress.h"
 #include "engine/content.h"
 #include "engine/keys.h"
 #include "engine/tree.h"
@@ -26,7 +27,7 @@ struct RepoConfig {
   uint32_t version = 1;
   Id repository_id;
   ChunkerParams chunker;
-  int compression_level = 3;  // zstd; 0 stores everything raw
+  int compression_level = kCompressionDefault;  // zstd (compress.h); 0 stores everything raw
   uint64_t pack_size = 64ull << 20;
   uint64_t part_size = 8ull << 20;
 };
