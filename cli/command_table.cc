@@ -16,6 +16,7 @@ const std::vector<CommandSpec>& command_table() {
       {"stats", "restore size, deduplicated size and compression, per snapshot and in all", cmd_stats},
       {"check", "verify the repository (--read-data: every byte)", cmd_check},
       {"forget", "remove snapshots a retention policy does not keep", cmd_forget},
+      {"copy", "copy snapshots to another repository, sending only what it lacks", cmd_copy},
       {"prune", "reclaim the space of data no snapshot uses", cmd_prune},
       {"drill", "restore drill: restore or verify a snapshot against RTO/RPO objectives", cmd_drill},
       {"drills", "the history of restore drills", cmd_drills},

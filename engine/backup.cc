@@ -333,11 +333,10 @@ class BackupRun : public SourceSink {
     std::sort(tree.entries.begin(), tree.entries.end(),
               [](const TreeEntry& a, const TreeEntry& b) { return a.meta.name < b.meta.name; });
     Bytes body = tree.encode();
-    Id id = keyed_id(repo_.keys().id, body);
+    Id id = chunk_id(repo_, body);
     if (index_.claim(id)) {
-      Bytes sealed, scratch;
-      Compressor compressor(3);
-      seal_blob(repo_.keys().data, &compressor, id, body, sealed, scratch);
+      Bytes sealed;
+      seal_tree(repo_, id, body, sealed);
       progress_.bytes_added += sealed.size();
       packs_.add(catalog::BlobType::kTree, id, static_cast<uint32_t>(body.size()), sealed);
       repo_.cache_tree(id, body);

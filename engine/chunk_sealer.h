@@ -1,4 +1,4 @@
-// How a repository stores one data chunk: sealed (zstd at the given level
+// How a repository stores one data chunk (and one tree): sealed (zstd at the given level
 // when it shrinks the chunk, then AES-256-GCM under the data key with
 // the chunk's keyed id as associated data). Shared by backups and the
 // gateway's dedupe buckets so that both write the same blobs.
@@ -18,5 +18,11 @@ Id chunk_id(const Repository& repo, ByteView chunk);
 // compressor and a scratch buffer per thread, so callers on worker threads do
 // not allocate.
 void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int compression_level, Bytes& sealed);
+
+// Replaces `sealed` with the stored form of an encoded tree (`id` is its
+// chunk_id), compressed at kTreeCompressionLevel: trees are small and
+// compress well whatever level the data uses.
+inline constexpr int kTreeCompressionLevel = 3;
+void seal_tree(const Repository& repo, const Id& id, ByteView body, Bytes& sealed);
 
 }  // namespace keel::engine

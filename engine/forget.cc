@@ -15,17 +15,6 @@ bool contains(const std::vector<std::string>& values, const std::string& value) 
   return std::find(values.begin(), values.end(), value) != values.end();
 }
 
-bool selected(const catalog::SnapshotRecord& s, const SnapshotSelection& selection) {
-  if (!selection.hosts.empty() && !contains(selection.hosts, s.host)) return false;
-  for (const std::string& tag : selection.tags) {
-    if (!contains(s.tags, tag)) return false;
-  }
-  for (const std::string& path : selection.paths) {
-    if (!contains(s.paths, path)) return false;
-  }
-  return true;
-}
-
 // Sorts by host, then paths: groups come out in that order.
 std::pair<std::string, std::vector<std::string>> group_of(const catalog::SnapshotRecord& s, GroupBy group_by) {
   std::vector<std::string> paths = s.paths;
@@ -101,7 +90,7 @@ std::vector<ForgetDecision> plan_forget(std::vector<catalog::SnapshotRecord> sna
   }
   std::map<std::pair<std::string, std::vector<std::string>>, std::vector<ForgetDecision>> groups;
   for (catalog::SnapshotRecord& s : snapshots) {
-    if (!selected(s, selection)) continue;
+    if (!selection.matches(s)) continue;
     auto key = group_of(s, group_by);
     groups[std::move(key)].push_back(ForgetDecision{std::move(s), false, {}});
   }

@@ -14,6 +14,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/repository.h"
+#include "engine/snapshot_selection.h"
 
 namespace keel::engine {
 
@@ -26,13 +27,6 @@ struct RetentionPolicy {
   uint32_t yearly = 0;
   std::vector<std::string> keep_tags;  // snapshots with any of these are always kept
   bool empty() const;  // no rule at all: forget would remove everything, so it is refused
-};
-
-// Which snapshots a forget considers: every filter given must match.
-struct SnapshotSelection {
-  std::vector<std::string> hosts;  // the snapshot's host is one of these
-  std::vector<std::string> tags;   // the snapshot has all of these; "job:NAME" selects one job's snapshots
-  std::vector<std::string> paths;  // the snapshot's paths include all of these
 };
 
 enum class GroupBy { kHostAndPaths, kHost, kNone };
