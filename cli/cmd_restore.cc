@@ -89,32 +89,62 @@ int cmd_restore(App& app, const Args& args) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto& f : result.failures) app.warn("keel: failed to restore " + f.path + ": " + f.reason);
+  // "verified" only where every selected file is in place and checked.
+  const bool all_verified = options.verify && result.failures.empty() && result.files_unverified == 0 &&
+                            (options.overwrite != engine::Overwrite::kNever || result.files_kept == 0);
   if (app.global.json) {
     Json j;
     j.begin_object()
         .field("snapshot", snap.id.hex())
         .field("target", target)
         .field("files", result.files)
+        .field("files_verified", result.files_verified)
+        .field("files_unverified", result.files_unverified)
+        .field("files_kept", result.files_kept)
+        .field("files_failed", result.files_failed)
+        .field("partial_files_removed", result.partial_files_removed)
         .field("dirs", result.dirs)
         .field("bytes", result.bytes)
-        .field("files_kept", result.files_kept)
         .field("peak_readers", static_cast<uint64_t>(result.peak_readers))
         .field("seconds", seconds)
-        .field("verified", options.verify)
+        .field("verified", all_verified)
         .field("transfer", repo->target().transfer_stats());
     j.key("failures").begin_array();
-    for (const auto& f : result.failures) j.begin_object().field("path", f.path).field("reason", f.reason).end_object();
+    for (const auto& f : result.failures) {
+      j.begin_object().field("path", f.path).field("reason", f.reason).field("damaged", f.damaged()).end_object();
+    }
     j.end_array().end_object();
     std::cout << j.str() << "\n";
   } else {
-    app.say("restored " + std::to_string(result.files) + " files, " + human_bytes(result.bytes) + " from snapshot " +
-            snap.id.short_hex() + " to " + target + " in " + human_duration(seconds) + " (" +
-            human_rate(seconds > 0 ? static_cast<double>(result.bytes) / seconds : 0) + ")" +
-            (options.verify ? ", verified" : ""));
+    std::vector<std::string> outcome;
+    auto count = [&](uint64_t n, const std::string& what) {
+      if (n > 0) outcome.push_back(std::to_string(n) + " " + what);
+    };
+    count(result.files_verified, "verified");
+    count(result.files_unverified, "written, not verified");
+    count(result.files_kept, options.overwrite == engine::Overwrite::kNever ? "skipped (already there, not checked)"
+                                                                            : "kept (already correct)");
+    count(result.files_failed, "FAILED");
+    count(result.failures.size() - std::min<uint64_t>(result.failures.size(), result.files_failed),
+          "other items FAILED (directories, links, metadata)");
+    if (outcome.empty()) outcome.push_back("nothing to write");
+    std::string summary = std::string(result.failures.empty() ? "restored " : "restore incomplete: ") +
+                          std::to_string(result.files) + " files, " + human_bytes(result.bytes) + " from snapshot " +
+                          snap.id.short_hex() + " to " + target + " in " + human_duration(seconds) + " (" +
+                          human_rate(seconds > 0 ? static_cast<double>(result.bytes) / seconds : 0) + "): ";
+    for (size_t i = 0; i < outcome.size(); ++i) summary += (i ? ", " : "") + outcome[i];
+    if (result.partial_files_removed > 0) {
+      summary += "; removed " + std::to_string(result.partial_files_removed) +
+                 " partial files an interrupted restore left";
+    }
+    app.say(summary);
   }
   if (!result.failures.empty()) {
-    app.warn("keel: " + std::to_string(result.failures.size()) + " items failed to restore");
-    return static_cast<int>(ErrorKind::kPartial);
+    // Damage in the repository first: trying again will not mend it.
+    const bool damaged = result.damaged();
+    app.warn("keel: " + std::to_string(result.failures.size()) + " items failed to restore" +
+             (damaged ? " (the repository's data for some is damaged or missing)" : ""));
+    return static_cast<int>(damaged ? ErrorKind::kIntegrity : ErrorKind::kPartial);
   }
   return 0;
 }

@@ -244,7 +244,15 @@ void Repository::cache_trees_from(const Id& root) {
     Id id = stack.back();
     stack.pop_back();
     if (!seen.insert(id).second) continue;
-    Tree tree = load_tree(id);
+    Tree tree;
+    try {
+      tree = load_tree(id);
+    } catch (const Error& e) {
+      // Caching is a head start only: a lost or damaged tree is reported by
+      // whatever walks it (a restore fails that directory alone, check names it).
+      if (e.kind() != ErrorKind::kNotFound && e.kind() != ErrorKind::kIntegrity) throw;
+      continue;
+    }
     for (const TreeEntry& e : tree.entries) {
       if (e.meta.type == NodeType::kDir) stack.push_back(e.subtree);
     }

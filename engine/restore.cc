@@ -1,5 +1,6 @@
 #include "engine/restore.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -50,11 +51,55 @@ Inclusion included(const std::string& path, const std::vector<std::string>& incl
   return best;
 }
 
+// Files are written under a temporary name beside their destination and
+// renamed into place once verified, so a destination path holds either
+// what was there before or the snapshot's verified file, never a partial
+// one; what a killed restore leaves under such names the next restore into
+// that directory removes.
+constexpr std::string_view kPartialMarker = ".keel-partial-";
+
+bool is_partial_leftover(std::string_view name) {
+  return name.size() > 1 && name[0] == '.' && name.find(kPartialMarker) != std::string_view::npos;
+}
+
+// Removes the partial files an interrupted restore left in `dir`; returns
+// how many. One that cannot be read or removed is left: the files restored
+// into it are reported if they fail.
+uint64_t remove_partial_leftovers(FileSystem& fs, const std::string& dir) {
+  std::vector<std::string> leftovers;
+  {
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+    if (!d) return 0;
+    while (const dirent* e = ::readdir(d.get())) {
+      if (is_partial_leftover(e->d_name)) leftovers.push_back(join_path(dir, e->d_name));
+    }
+  }
+  uint64_t removed = 0;
+  for (const std::string& path : leftovers) removed += fs.unlink(path) == 0;
+  return removed;
+}
+
+// The tree `id` of a snapshot. One the repository cannot give is damage
+// (the snapshot names it), so a blob the index lacks is reported as an
+// integrity error, not as "not found".
+Tree load_snapshot_tree(Repository& repo, const Id& id, const std::string& dir) {
+  try {
+    return repo.load_tree(id);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInterrupted) throw;
+    ErrorKind kind = e.kind() == ErrorKind::kNotFound ? ErrorKind::kIntegrity : e.kind();
+    throw Error(kind, "the tree of " + dir + " (" + id.short_hex() + ") cannot be read: " + e.what());
+  }
+}
+
 struct FileTask {
-  std::string path;  // on disk
+  std::string path;     // its destination on disk
+  std::string partial;  // where it is written until verified
   const TreeEntry* entry;
-  std::atomic<uint64_t> remaining{0};  // data bytes not yet written
+  std::atomic<uint64_t> remaining{0};  // data bytes not yet written or failed
   std::atomic<bool> failed{false};
+  ErrorKind failure = ErrorKind::kFailure;  // set by whoever sets `failed`
+  std::atomic<bool> on_disk{false};         // `partial` was created
   // Files with data are created by the reader that writes their first
   // piece: creating inodes is slow on a busy filesystem, and the readers
   // do it in parallel where the planner could only do it one by one.
@@ -64,10 +109,17 @@ struct FileTask {
   std::unique_ptr<PieceHasher> hasher;
 };
 
-// Replaces whatever is at `path` with an empty file, sized to `size`
-// (sparse) unless the caller's first write sets the size; returns it open
-// for writing. Most targets are empty, so the exclusive create comes first
-// and only what is there gets unlinked: a path lookup saved per file.
+// The first path of a hard-linked inode, and the others linked to it.
+struct LinkGroup {
+  std::string head;
+  FileTask* task = nullptr;  // null where the head was kept as it was
+  std::vector<std::string> links;
+};
+
+// Creates `path` (a partial name: anything there is a leftover to replace)
+// empty, sized to `size` (sparse) unless the caller's first write sets the
+// size; returns it open for writing. The exclusive create comes first and
+// only what is there gets unlinked: a path lookup saved per file.
 UniqueFd create_file(FileSystem& fs, const std::string& path, uint64_t size, bool sized_by_first_write) {
   // Readable too: verification may read an early piece back.
   constexpr int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
@@ -97,6 +149,7 @@ struct Destination {
 
 struct BlobNeed {
   Id id;
+  uint64_t length = 0;  // its plaintext
   catalog::BlobLocation loc;
   std::vector<Destination> destinations;
 };
@@ -104,49 +157,84 @@ struct BlobNeed {
 class RestoreRun {
  public:
   RestoreRun(Repository& repo, const RestoreOptions& options, RestoreProgress& progress)
-      : repo_(repo), options_(options), progress_(progress), fs_(file_system_or_posix(options.file_system)) {}
+      : repo_(repo),
+        options_(options),
+        progress_(progress),
+        fs_(file_system_or_posix(options.file_system)),
+        partial_tag_(Id::random().hex().substr(0, 8)) {}
 
   RestoreResult run(const catalog::SnapshotRecord& snapshot) {
-    if (!options_.verify_only) {
-      std::error_code ec;
-      std::filesystem::create_directories(options_.target_dir, ec);
-      if (ec) throw Error(ErrorKind::kTargetIo, "restore target " + options_.target_dir + ": cannot create it: " + ec.message());
-    }
+    if (!options_.verify_only) prepare_target();
     plan(snapshot);
-    fetch_all();
-    if (options_.verify_only) {
-      result_.failures = std::move(failures_);
-      return result_;
+    try {
+      fetch_all();
+    } catch (...) {
+      discard_unfinished();
+      throw;
     }
-    for (auto& [first, links] : hardlinks_) {
-      for (const std::string& link : links) {
-        ::unlink(link.c_str());
-        if (::link(first.c_str(), link.c_str()) != 0) fail(link, std::string("link: ") + std::strerror(errno));
+    if (!options_.verify_only) {
+      link_all();
+      for (auto& [path, entry] : meta_items_) apply_meta({-1, path}, entry->meta);
+      for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) apply_meta({-1, it->first}, it->second);
+    }
+    for (const auto& file : files_) {
+      if (file->failed) {
+        ++result_.files_failed;
+      } else if (options_.verify || options_.verify_only) {
+        ++result_.files_verified;
+      } else {
+        ++result_.files_unverified;
       }
     }
-    for (auto& [path, entry] : meta_items_) apply_meta({-1, path}, entry->meta);
-    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) apply_meta({-1, it->first}, it->second);
     result_.failures = std::move(failures_);
     return result_;
   }
 
  private:
-  void fail(const std::string& path, const std::string& reason) {
+  void fail(const std::string& path, const std::string& reason, ErrorKind kind) {
     std::lock_guard lock(mu_);
     ++progress_.errors;
-    failures_.push_back({path, reason});
+    failures_.push_back({path, reason, kind});
+  }
+  void fail(const std::string& path, const Error& error) { fail(path, error.what(), error.kind()); }
+
+  // The first failure of a file is the one reported.
+  void mark_failed(FileTask& file, const Error& error) {
+    if (file.failed.exchange(true)) return;
+    file.failure = error.kind();
+    fail(file.path, error);
+  }
+
+  // Creates the target directory; one that exists but cannot be written is
+  // refused before anything is planned, rather than failing every file.
+  void prepare_target() {
+    const std::string& dir = options_.target_dir;
+    std::error_code ec;
+    bool created = std::filesystem::create_directories(dir, ec);
+    if (ec) throw Error(ErrorKind::kTargetIo, "restore target " + dir + ": cannot create it: " + ec.message());
+    if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+      throw_errno("restore target " + dir + ": cannot write into it", errno);
+    }
+    if (!created) result_.partial_files_removed += remove_partial_leftovers(fs_, dir);
+  }
+
+  void make_dir(const std::string& path) {
+    if (fs_.mkdir(path, 0700) == 0) return;
+    if (errno != EEXIST) throw_errno("mkdir " + path, errno);
+    result_.partial_files_removed += remove_partial_leftovers(fs_, path);
   }
 
   void plan(const catalog::SnapshotRecord& snapshot) {
     const std::string& dest = options_.target_dir;
-    if (options_.subpath.empty() || options_.subpath == "/") {
-      holder_ = repo_.load_tree(snapshot.root);
-      plan_tree(holder_, "/", dest);
-      return;
-    }
-    TreeEntry start = find_entry(repo_, snapshot, options_.subpath);
+    const std::string start_path = options_.subpath.empty() ? "/" : options_.subpath;
+    TreeEntry start = find_entry(repo_, snapshot, start_path);
     if (start.meta.type == NodeType::kDir) {
-      holder_ = repo_.load_tree(start.subtree);
+      try {
+        holder_ = load_snapshot_tree(repo_, start.subtree, start_path);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kInterrupted) throw;
+        throw Error(e.kind(), "snapshot " + snapshot.id.short_hex() + ": " + e.what());
+      }
       plan_tree(holder_, "/", dest);
     } else {
       holder_.entries.push_back(std::move(start));
@@ -159,7 +247,7 @@ class RestoreRun {
     for (const TreeEntry& e : tree.entries) {
       if (e.meta.name.empty() || e.meta.name.find('/') != std::string::npos || e.meta.name == "." ||
           e.meta.name == "..") {
-        fail(join_path(disk_dir, e.meta.name), "unsafe name in snapshot tree; skipped");
+        fail(join_path(disk_dir, e.meta.name), "unsafe name in snapshot tree; skipped", ErrorKind::kIntegrity);
         continue;
       }
       plan_entry(e, join_path(snap_dir, e.meta.name), join_path(disk_dir, e.meta.name));
@@ -174,11 +262,21 @@ class RestoreRun {
     try {
       switch (e.meta.type) {
         case NodeType::kDir: {
-          if (!options_.verify_only && fs_.mkdir(disk_path, 0700) != 0 && errno != EEXIST) {
-            throw_errno("mkdir " + disk_path, errno);
+          // The tree first: a directory whose tree is lost is reported
+          // and not created, and its siblings restore.
+          std::unique_ptr<Tree> tree;
+          try {
+            tree = std::make_unique<Tree>(load_snapshot_tree(repo_, e.subtree, snap_path));
+          } catch (const Error& err) {
+            if (err.kind() == ErrorKind::kInterrupted) throw;
+            fail(disk_path, std::string(err.what()) + "; nothing below it restored", err.kind());
+            return;
           }
-          trees_.push_back(std::make_unique<Tree>(repo_.load_tree(e.subtree)));
-          if (!options_.verify_only) dirs_.emplace_back(disk_path, e.meta);
+          if (!options_.verify_only) {
+            make_dir(disk_path);
+            dirs_.emplace_back(disk_path, e.meta);
+          }
+          trees_.push_back(std::move(tree));
           ++result_.dirs;
           plan_tree(*trees_.back(), snap_path, disk_path);
           return;
@@ -208,7 +306,8 @@ class RestoreRun {
       }
       meta_items_.emplace_back(disk_path, &e);
     } catch (const Error& err) {
-      fail(disk_path, err.what());
+      if (err.kind() == ErrorKind::kInterrupted) throw;
+      fail(disk_path, err);
     }
   }
 
@@ -252,32 +351,46 @@ class RestoreRun {
     return hash.digest();
   }
 
+  // A name beside `disk_path` that no file of the snapshot has, within
+  // NAME_MAX however long the file's own name is.
+  std::string partial_path(const std::string& disk_path) {
+    size_t slash = disk_path.rfind('/');
+    size_t name_at = slash == std::string::npos ? 0 : slash + 1;
+    std::string name = disk_path.substr(name_at, 200);
+    return disk_path.substr(0, name_at) + "." + name + std::string(kPartialMarker) + partial_tag_ + "-" +
+           std::to_string(++partial_count_);
+  }
+
   void plan_file(const TreeEntry& e, const std::string& snap_path, const std::string& disk_path) {
     if (!sampled(snap_path)) return;
+    LinkGroup* group = nullptr;
     if (e.meta.nlink > 1 && !options_.verify_only) {
-      auto key = std::make_pair(e.meta.device, e.meta.inode);
-      auto [it, first] = link_heads_.emplace(key, disk_path);
+      auto [it, first] = link_groups_.try_emplace(std::make_pair(e.meta.device, e.meta.inode));
       if (!first) {
-        hardlinks_[it->second].push_back(disk_path);
+        it->second.links.push_back(disk_path);
         return;
       }
+      it->second.head = disk_path;
+      group = &it->second;
     }
+    ++result_.files;
+    result_.bytes += e.meta.size;
     if (!options_.verify_only && keep_existing(e, disk_path)) {
       ++result_.files_kept;
-      ++result_.files;
-      result_.bytes += e.meta.size;
       ++progress_.files_done;
       meta_items_.emplace_back(disk_path, &e);
       return;
     }
     auto task = std::make_unique<FileTask>();
     task->path = disk_path;
+    task->partial = partial_path(disk_path);
     task->entry = &e;
     uint64_t offset = 0, data = 0;
     for (const ContentRef& ref : e.content) {
       if (!ref.hole) {
-        auto [it, fresh] = needs_.try_emplace(ref.chunk);
-        it->second.destinations.push_back({task.get(), offset});
+        BlobNeed& need = needs_[ref.chunk];
+        need.length = ref.length;
+        need.destinations.push_back({task.get(), offset});
         data += ref.length;
       }
       offset += ref.length;
@@ -285,13 +398,18 @@ class RestoreRun {
     task->remaining = data;
     progress_.bytes_total += e.meta.size;
     ++progress_.files_total;
-    ++result_.files;
-    result_.bytes += e.meta.size;
     FileTask* raw = task.get();
     files_.push_back(std::move(task));
+    if (group) group->task = raw;
     if (data == 0) {
       UniqueFd fd;
-      if (!options_.verify_only) fd = create(*raw, /*sized_by_first_write=*/false);
+      if (!options_.verify_only) {
+        try {
+          fd = create(*raw, /*sized_by_first_write=*/false);
+        } catch (const Error& err) {
+          mark_failed(*raw, err);
+        }
+      }
       finish_file(*raw, fd.get());
     }
   }
@@ -313,9 +431,8 @@ class RestoreRun {
     for (size_t i = 0; i < asked.size(); ++i) {
       BlobNeed& need = *asked[i];
       if (!locations[i]) {
-        for (const Destination& d : need.destinations) {
-          if (!d.file->failed.exchange(true)) fail(d.file->path, "chunk " + need.id.short_hex() + " is missing from the index");
-        }
+        fail_blob(need, Error(ErrorKind::kIntegrity,
+                              "chunk " + need.id.short_hex() + " is missing from the index of " + repo_.target().describe()));
         continue;
       }
       need.loc = std::move(*locations[i]);
@@ -350,7 +467,7 @@ class RestoreRun {
    public:
     Filler(RestoreRun& run, const std::vector<BlobNeed*>& needs) : run_(run), needs_(needs) {}
     void deliver(size_t index, ByteView raw) override { run_.fill(*needs_[index], raw); }
-    void fail(size_t index, const Error& error) override { run_.fail_blob(*needs_[index], error.what()); }
+    void fail(size_t index, const Error& error) override { run_.fail_blob(*needs_[index], error); }
 
    private:
     RestoreRun& run_;
@@ -374,17 +491,18 @@ class RestoreRun {
 
   void fill(const BlobNeed& need, ByteView raw) {
     if (options_.verify_only && keyed_id(repo_.keys().id, raw) != need.id) {
-      fail_blob(need, "blob " + need.id.short_hex() + " in pack " + need.loc.pack.hex() + " on " +
-                          repo_.target().describe() + ": content does not hash to its id");
+      fail_blob(need, Error(ErrorKind::kIntegrity, "blob " + need.id.short_hex() + " in pack " + need.loc.pack.hex() +
+                                                       " on " + repo_.target().describe() +
+                                                       ": content does not hash to its id"));
       return;
     }
     for (const Destination& d : need.destinations) write_piece(*d.file, d.offset, raw);
   }
 
-  void fail_blob(const BlobNeed& need, const std::string& reason) {
+  void fail_blob(const BlobNeed& need, const Error& error) {
     for (const Destination& d : need.destinations) {
-      if (!d.file->failed.exchange(true)) fail(d.file->path, reason);
-      d.file->remaining -= need.loc.blob.raw_length;
+      mark_failed(*d.file, error);
+      account(*d.file, need.length, -1);
     }
   }
 
@@ -396,33 +514,49 @@ class RestoreRun {
       try {
         bool whole_file = offset == 0 && data.size() == file.entry->meta.size;
         std::call_once(file.created, [&] { fd = create(file, whole_file); });
-        if (!fd) fd = open_or_throw(fs_, file.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (!fd) fd = open_or_throw(fs_, file.partial, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         pwrite_all(fs_, fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
         progress_.bytes_done += data.size();
         if (file.hasher) file.hasher->written(fd.get(), offset, data, file.path);
       } catch (const Error& e) {
-        if (!file.failed.exchange(true)) fail(file.path, e.what());
+        mark_failed(file, e);
       }
     }
-    if (file.remaining.fetch_sub(data.size()) == data.size()) finish_file(file, fd.get());
+    account(file, data.size(), fd.get());
   }
 
-  // Creates the file on disk and, unless it is verified from disk, what
-  // verifies it as its pieces are written (held only until it is finished).
+  // `bytes` of the file were written or failed; whoever accounts for the
+  // last ones finishes it. `fd`: the file open for writing, or -1.
+  void account(FileTask& file, uint64_t bytes, int fd) {
+    if (file.remaining.fetch_sub(bytes) == bytes) finish_file(file, fd);
+  }
+
+  // Creates the file on disk under its partial name and, unless it is
+  // verified from disk, what verifies it as its pieces are written (held
+  // only until it is finished).
   UniqueFd create(FileTask& file, bool sized_by_first_write) {
-    UniqueFd fd = create_file(fs_, file.path, file.entry->meta.size, sized_by_first_write);
+    file.on_disk = true;  // before: a create that fails half way is removed too
+    UniqueFd fd = create_file(fs_, file.partial, file.entry->meta.size, sized_by_first_write);
     if (options_.verify && !options_.verify_from_disk) file.hasher = std::make_unique<PieceHasher>(file.entry->content);
     return fd;
   }
 
+  // Checks the partial file, sets its metadata and renames it into place;
+  // a file that failed is removed, leaving its destination as it was.
   // `fd`: the file open for writing, or -1 where it was not opened (a
   // verify-only run, or a file that already failed).
   void finish_file(FileTask& file, int fd) {
-    finish_file_checks(file, fd);
-    file.hasher.reset();
-    // Metadata now, through the descriptor and on the reader's thread: by
-    // path, after all files, it was a serial tail of path lookups.
-    if (!file.failed && fd >= 0) apply_meta({fd, file.path}, file.entry->meta);
+    if (!options_.verify_only) {
+      check_content(file, fd);
+      file.hasher.reset();
+      // Metadata now, through the descriptor and on the reader's thread: by
+      // path, after all files, it was a serial tail of path lookups.
+      if (!file.failed && fd >= 0) apply_meta({fd, file.path}, file.entry->meta);
+      if (!file.failed && fs_.rename(file.partial, file.path) != 0) {
+        mark_failed(file, Error(ErrorKind::kTargetIo, "rename " + file.partial + " into place: " + std::strerror(errno)));
+      }
+      if (file.failed && file.on_disk) fs_.unlink(file.partial);
+    }
     ++progress_.files_done;
     if (!file.failed) {
       int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -433,22 +567,46 @@ class RestoreRun {
   }
 
   // `fd`: the file, open; a file written without failing always has one.
-  void finish_file_checks(FileTask& file, int fd) {
-    if (file.failed || !options_.verify || options_.verify_only) return;
+  void check_content(FileTask& file, int fd) {
+    if (file.failed || !options_.verify) return;
     try {
       struct stat st;
-      if (fs_.fstat(fd, &st) != 0) throw_errno("stat " + file.path, errno);
+      if (fs_.fstat(fd, &st) != 0) throw_errno("stat " + file.partial, errno);
       std::optional<Hash128> hashed = file.hasher ? file.hasher->finish() : std::nullopt;
       if (!hashed) {
-        if (options_.verify_from_disk) drop_from_cache(file.path);
-        hashed = hash_file(file.path);
+        if (options_.verify_from_disk) drop_from_cache(file.partial);
+        hashed = hash_file(file.partial);
       }
       if (static_cast<uint64_t>(st.st_size) != file.entry->meta.size || *hashed != file.entry->file_hash) {
         throw Error(ErrorKind::kIntegrity, "restored content does not match the snapshot's checksum");
       }
     } catch (const Error& e) {
-      file.failed = true;
-      fail(file.path, e.what());
+      mark_failed(file, e);
+    }
+  }
+
+  // After an interrupted read: the partial files never finished go.
+  void discard_unfinished() {
+    for (const auto& file : files_) {
+      if (file->remaining != 0 && file->on_disk) fs_.unlink(file->partial);
+    }
+  }
+
+  // Hard links last, each to its group's first path; never to one that
+  // failed, whose destination holds no restored file.
+  void link_all() {
+    for (auto& [inode, group] : link_groups_) {
+      for (const std::string& link : group.links) {
+        if (group.task && group.task->failed) {
+          fail(link, "not linked: " + group.head + ", the first path of its inode, failed to restore",
+               group.task->failure);
+          continue;
+        }
+        ::unlink(link.c_str());
+        if (::link(group.head.c_str(), link.c_str()) != 0) {
+          fail(link, std::string("link: ") + std::strerror(errno), ErrorKind::kTargetIo);
+        }
+      }
     }
   }
 
@@ -459,22 +617,24 @@ class RestoreRun {
     struct stat st;
     if (fd < 0 && ::lstat(p, &st) != 0) return;  // never created: its failure was already reported
     if (::geteuid() == 0 && (fd >= 0 ? ::fchown(fd, m.uid, m.gid) : ::lchown(p, m.uid, m.gid)) != 0) {
-      fail(path, std::string("chown: ") + std::strerror(errno));
+      fail(path, std::string("chown: ") + std::strerror(errno), ErrorKind::kTargetIo);
     }
     for (const Xattr& x : m.xattrs) {
       const char* name = x.name.c_str();
       int rc = fd >= 0 ? ::fsetxattr(fd, name, x.value.data(), x.value.size(), 0)
                        : ::lsetxattr(p, name, x.value.data(), x.value.size(), 0);
-      if (rc != 0 && errno != ENOTSUP && errno != EPERM) fail(path, "set xattr " + x.name + ": " + std::strerror(errno));
+      if (rc != 0 && errno != ENOTSUP && errno != EPERM) {
+        fail(path, "set xattr " + x.name + ": " + std::strerror(errno), ErrorKind::kTargetIo);
+      }
     }
     if (m.type != NodeType::kSymlink && (fd >= 0 ? ::fchmod(fd, m.mode & 07777) : ::chmod(p, m.mode & 07777)) != 0) {
-      fail(path, std::string("chmod: ") + std::strerror(errno));
+      fail(path, std::string("chmod: ") + std::strerror(errno), ErrorKind::kTargetIo);
     }
     struct timespec times[2];
     times[0].tv_sec = times[1].tv_sec = m.mtime_ns / 1000000000;
     times[0].tv_nsec = times[1].tv_nsec = m.mtime_ns % 1000000000;
     if ((fd >= 0 ? ::futimens(fd, times) : ::utimensat(AT_FDCWD, p, times, AT_SYMLINK_NOFOLLOW)) != 0) {
-      fail(path, std::string("set times: ") + std::strerror(errno));
+      fail(path, std::string("set times: ") + std::strerror(errno), ErrorKind::kTargetIo);
     }
   }
 
@@ -482,6 +642,8 @@ class RestoreRun {
   const RestoreOptions& options_;
   RestoreProgress& progress_;
   FileSystem& fs_;
+  const std::string partial_tag_;  // this run's, in its partial names
+  uint64_t partial_count_ = 0;
   RestoreResult result_;
 
   std::mutex mu_;
@@ -492,22 +654,27 @@ class RestoreRun {
   std::vector<std::pair<std::string, const TreeEntry*>> meta_items_;
   std::vector<std::unique_ptr<FileTask>> files_;
   std::unordered_map<Id, BlobNeed, IdHash> needs_;
-  std::map<std::pair<uint64_t, uint64_t>, std::string> link_heads_;
-  std::map<std::string, std::vector<std::string>> hardlinks_;
+  std::map<std::pair<uint64_t, uint64_t>, LinkGroup> link_groups_;
 };
 
 }  // namespace
+
+bool RestoreResult::damaged() const {
+  return std::any_of(failures.begin(), failures.end(), [](const RestoreFailure& f) { return f.damaged(); });
+}
 
 TreeEntry find_entry(Repository& repo, const catalog::SnapshotRecord& snapshot, const std::string& path) {
   TreeEntry current;
   current.meta.type = NodeType::kDir;
   current.meta.mode = 0755;
   current.subtree = snapshot.root;
+  std::string dir = "/";
   for (const std::string& part : snapshot_path_parts(path)) {
     if (current.meta.type != NodeType::kDir) {
       throw Error(ErrorKind::kNotFound, path + ": not a directory in snapshot " + snapshot.id.short_hex());
     }
-    Tree tree = repo.load_tree(current.subtree);
+    Tree tree = load_snapshot_tree(repo, current.subtree, dir);
+    dir = join_path(dir, part);
     const TreeEntry* next = tree.find(part);
     if (!next) throw Error(ErrorKind::kNotFound, path + ": not in snapshot " + snapshot.id.short_hex());
     current = *next;
@@ -528,7 +695,7 @@ void walk_snapshot(Repository& repo, const catalog::SnapshotRecord& snapshot, co
   while (!stack.empty()) {
     auto [dir, id] = stack.back();
     stack.pop_back();
-    Tree tree = repo.load_tree(id);
+    Tree tree = load_snapshot_tree(repo, id, dir);
     // Push subdirectories in reverse so they are visited in name order.
     for (auto it = tree.entries.rbegin(); it != tree.entries.rend(); ++it) {
       if (it->meta.type == NodeType::kDir) stack.emplace_back(join_path(dir, it->meta.name), it->subtree);

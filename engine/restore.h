@@ -5,9 +5,14 @@
 // needed blob to the file ranges it fills (a blob used several times is
 // fetched once), groups blobs by pack and coalesces neighbours into ranged
 // reads. Reader threads fetch, check, decrypt and decompress, and pwrite
-// straight to file offsets, in any order; holes are never written. Files are
-// verified against their XXH3-128 when complete; metadata (owners, modes,
-// xattrs, times) comes last, directories after their contents.
+// straight to file offsets, in any order; holes are never written. Each file
+// is written under a partial name beside its destination
+// (".NAME.keel-partial-…"), verified against its XXH3-128 when complete and
+// only then renamed into place, so a destination holds either what was there
+// before or the verified file; a file that fails is removed, and partial
+// files a killed restore left are removed by the next restore into their
+// directory. Metadata (owners, modes, xattrs, times) comes last, directories
+// after their contents. A directory whose tree cannot be read fails alone.
 #pragma once
 
 #include <atomic>
@@ -18,6 +23,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/repository.h"
+#include "util/error.h"
 #include "util/file_system.h"
 
 namespace keel::engine {
@@ -71,15 +77,29 @@ struct RestoreProgress {
 struct RestoreFailure {
   std::string path;
   std::string reason;
+  // kIntegrity or kNotFound: the repository's data for it is damaged or
+  // missing; kTargetIo: it could not be written here; others as named.
+  ErrorKind kind = ErrorKind::kFailure;
+
+  // Whether it comes from damage in the repository, which trying again
+  // will not mend (as opposed to a local write that failed).
+  bool damaged() const { return kind == ErrorKind::kIntegrity || kind == ErrorKind::kNotFound; }
 };
 
+// Every file of the selection is counted once: verified, unverified, kept or failed.
 struct RestoreResult {
-  uint64_t files = 0;
-  uint64_t files_kept = 0;
-  size_t peak_readers = 0;  // most ranged reads the adaptive limit allowed at once  // already present and correct (if-changed) or kept (never)
+  uint64_t files = 0;             // files of the snapshot selected (hard links once)
+  uint64_t files_verified = 0;    // in place and matching their checksum (verify_only: every chunk checked)
+  uint64_t files_unverified = 0;  // in place, not checked (verify off)
+  uint64_t files_kept = 0;        // left as found: correct already (if-changed) or present (never)
+  uint64_t files_failed = 0;      // not restored; their destination is as it was before
+  uint64_t partial_files_removed = 0;  // left by an interrupted restore
+  size_t peak_readers = 0;  // most ranged reads the adaptive limit allowed at once
   uint64_t dirs = 0;
-  uint64_t bytes = 0;
-  std::vector<RestoreFailure> failures;
+  uint64_t bytes = 0;             // size of the files selected
+  std::vector<RestoreFailure> failures;  // files and other entries (directories, links, metadata)
+
+  bool damaged() const;  // any failure damaged()
 };
 
 RestoreResult run_restore(Repository& repo, const catalog::SnapshotRecord& snapshot, const RestoreOptions& options,

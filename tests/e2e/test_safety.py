@@ -64,9 +64,10 @@ class Corruption(KeelTestCase):
         self.assertNotIn("b.bin", report)
 
         out = self.path("second")
-        p = self.keel("restore", "latest", "--target", out, expect=3)
+        p = self.keel("restore", "latest", "--target", out, expect=6)  # damage in the repository
         self.assertIn("a.bin", p.stderr.decode())
         self.assertIn("checksum mismatch", p.stderr.decode())
+        self.assertFalse(os.path.exists(os.path.join(out + src, "a.bin")))  # never a wrong file in its place
         with open(os.path.join(out + src, "b.bin"), "rb") as f, open(os.path.join(src, "b.bin"), "rb") as g:
             self.assertEqual(f.read(), g.read())
 

@@ -168,6 +168,19 @@ struct World {
   }
 };
 
+// A restore that failed some files left nothing else: a failed file is
+// not at its destination, no partial file remains, and every file is
+// counted once.
+void check_honest(const RestoreResult& r, const std::set<std::string>& failed, const Files& got, const Files& expected) {
+  for (const auto& [path, data] : got) {
+    INFO("on disk: " << path);
+    CHECK(expected.count(path));
+    CHECK(!failed.count(path));
+  }
+  CHECK(r.files_verified + r.files_failed == r.files);
+  CHECK(r.files_failed <= failed.size());
+}
+
 // How a step ran under one fault.
 struct Outcome {
   bool succeeded = false;
@@ -282,6 +295,7 @@ TEST_CASE("faults: a restore hit at any call says which files failed and writes 
       INFO("restored " << path);
       CHECK(got[path] == data);
     }
+    check_honest(r, failed, got, expected);
     fs::remove_all(out);
     if (!r.failures.empty()) throw Error(ErrorKind::kPartial, r.failures.front().reason);
   });
@@ -372,6 +386,7 @@ TEST_CASE("faults: restore through a failing file system reports each file it co
           INFO("restored " << path);
           CHECK(got[path] == data);
         }
+        check_honest(r, failed, got, expected);
         fs::remove_all(out);
       }
     }
