@@ -245,10 +245,10 @@ class Torture:
                     self.fail(rnd, "catalog", f"{who}'s `snapshots` does not list {sorted(missing)} that the repository holds")
         # Snapshots nobody recorded must be what a killed backup of their host left.
         by_name = {h.name: h for h in self.hosts}
-        every = set().union(*[set(l) for l in listings.values()])
+        # (one a host's catalog lists that the repository does not hold was reported above)
         restores = []
-        for sid in sorted(every):
-            info = truth.get(sid) or next(l[sid] for l in listings.values() if sid in l)
+        for sid in sorted(truth):
+            info = truth[sid]
             owner = by_name.get(info.get("host"))
             if owner is None:
                 self.fail(rnd, "unknown", f"snapshot {sid} has host {info.get('host')!r}, no host of this run")
@@ -340,9 +340,11 @@ class Torture:
         out = ["--seed", str(a.seed), "--rounds", str(self.counters["rounds"]), "--hosts", str(a.hosts),
                "--target", a.target, "--ops", str(a.ops)]
         for flag in ("faults", "no_concurrent_prune", "no_grace_zero", "no_cross_host_restore",
-                     "no_catalog_sync_check", "no_concurrent_check", "no_kill"):
+                     "no_catalog_sync_check", "no_concurrent_check", "no_resume_restore", "no_kill"):
             if getattr(a, flag):
                 out.append("--" + flag.replace("_", "-"))
+        if a.kill_rate != 0.25:
+            out += ["--kill-rate", str(a.kill_rate)]
         if a.read_data_every != 3:
             out += ["--read-data-every", str(a.read_data_every)]
         return out
@@ -385,7 +387,7 @@ class Host:
         rng = self.rng(rnd, "ops")
         try:
             for n in range(self.t.args.ops):
-                kind = rng.choices(["backup", "forget", "prune", "restore", "check"], weights=[5, 1, 1, 2, 1])[0]
+                kind = rng.choices(["backup", "forget", "prune", "restore", "check"], weights=[5, 2, 1, 2, 1])[0]
                 if kind in ("forget", "restore") and not self.recorded:
                     kind = "backup"
                 getattr(self, "op_" + kind)(rnd, random.Random(rng.random()))
@@ -497,24 +499,33 @@ class Host:
             self.t.fail(rnd, "prune", f"{self.name}: prune exited {rc}: {err.strip()[-800:]}")
 
     def op_restore(self, rnd, rng):
+        live = sorted(set(self.recorded) - self.maybe_forgotten)
+        if not live:
+            return self.op_backup(rnd, rng)
         self.t.count("restore")
-        sid = rng.choice(sorted(self.recorded))
+        sid = rng.choice(live)
         manifest = self.recorded[sid][0]
         target = os.path.join(self.dir, f"restore-r{rnd}")
         shutil.rmtree(target, ignore_errors=True)
         rc, out, err, killed = self.keel(rnd, ["restore", sid, "--target", target, "--json"], self.kill_after(rng, 1.0))
         try:
+            how = "restore"
+            if killed and not self.t.args.no_resume_restore:
+                # resume into what the killed restore left: whatever it says must be true
+                mode = rng.choice(["never", "if-changed"])
+                how = f"restore --overwrite {mode} after a killed restore"
+                rc, out, err, killed = self.keel(rnd, ["restore", sid, "--target", target, "--overwrite", mode, "--json"])
             if killed:
                 return
             if rc != 0:
-                self.t.fail(rnd, "restore", f"{self.name}: restore of its own snapshot {sid} exited {rc} "
+                self.t.fail(rnd, "restore", f"{self.name}: {how} of its own snapshot {sid} exited {rc} "
                             f"while other hosts worked: {err.strip()[-800:]}")
                 return
             got = manifest_of(os.path.join(target, self.src.lstrip("/")))
             if got != manifest:
                 diff = sorted(p for p in set(got) | set(manifest) if got.get(p) != manifest.get(p))
-                self.t.fail(rnd, "restore-lie", f"{self.name}: restore of {sid} exited 0 but {len(diff)} files differ: "
-                            f"{diff[:5]}")
+                self.t.fail(rnd, "restore-lie", f"{self.name}: {how} of {sid} exited 0 but {len(diff)} files differ "
+                            f"from the source: {diff[:5]}")
             with self.t.log_lock:
                 self.t.counters["bytes_compared"] += sum(s for s, _ in got.values())
         finally:
@@ -599,6 +610,8 @@ def main():
                     help="verify from the owner's and a fresh catalog only, not from other hosts' catalogs")
     ap.add_argument("--no-catalog-sync-check", action="store_true",
                     help="a host's catalog need not list other hosts' new snapshots")
+    ap.add_argument("--no-resume-restore", action="store_true",
+                    help="after a killed restore, do not resume it with --overwrite never|if-changed")
     ap.add_argument("--no-concurrent-check", action="store_true", help="a check that fails while others work is not a failure")
     args = ap.parse_args()
     if args.seed is None:
