@@ -91,7 +91,7 @@ class Repo:
             sys.path.insert(0, os.path.join(HERE, "../s3"))
             import fault_proxy
             port = int(os.environ["S3_ENDPOINT"].rsplit(":", 1)[1])
-            rules = ["503:p=0.02", "reset-response:p=0.005", "truncate:p=0.005", "reset-request:p=0.005,method=PUT"]
+            rules = ["503:p=0.05", "reset-response:p=0.01", "truncate:p=0.01", "reset-request:p=0.01,method=PUT"]
             self.proxy = fault_proxy.ProxyProcess(port, rules, seed=args.seed, max_seconds=args.duration + 7200)
             self.proxy.__enter__()
             self.env["KEEL_S3_ENDPOINT"] = self.proxy.endpoint
@@ -122,7 +122,7 @@ class Torture:
         self.log_lock = threading.Lock()
         self.commands = []  # (round, host, argv, kill_after, outcome)
         self.failures = []
-        self.counters = {"hosts": args.hosts, "rounds": 0, "operations": {}, "kills": 0, "faults_injected": 0,
+        self.counters = {"hosts": args.hosts, "rounds": 0, "operations": {}, "kills": 0, "kills_by_operation": {}, "faults_injected": 0,
                          "snapshots_restored": 0, "restores_verified": 0, "bytes_compared": 0, "checks": 0,
                          "lost": 0, "false_reports": 0, "failures": 0}
         self.hosts = [Host(self, i) for i in range(args.hosts)]
@@ -387,7 +387,7 @@ class Host:
         rng = self.rng(rnd, "ops")
         try:
             for n in range(self.t.args.ops):
-                kind = rng.choices(["backup", "forget", "prune", "restore", "check"], weights=[5, 2, 1, 2, 1])[0]
+                kind = rng.choices(["backup", "forget", "prune", "restore", "check"], weights=[4, 2, 1, 3, 1])[0]
                 if kind in ("forget", "restore") and not self.recorded:
                     kind = "backup"
                 getattr(self, "op_" + kind)(rnd, random.Random(rng.random()))
@@ -443,7 +443,12 @@ class Host:
             os.remove(os.path.join(self.src, rel))
 
     def keel(self, rnd, argv, kill_after=None):
-        return self.t.run(rnd, self.name, ["--catalog", self.catalog, *argv], kill_after=kill_after)
+        result = self.t.run(rnd, self.name, ["--catalog", self.catalog, *argv], kill_after=kill_after)
+        if result[3]:
+            with self.t.log_lock:
+                kills = self.t.counters["kills_by_operation"]
+                kills[argv[0]] = kills.get(argv[0], 0) + 1
+        return result
 
     def op_backup(self, rnd, rng):
         self.t.count("backup")
@@ -514,6 +519,7 @@ class Host:
                 # resume into what the killed restore left: whatever it says must be true
                 mode = rng.choice(["never", "if-changed"])
                 how = f"restore --overwrite {mode} after a killed restore"
+                self.t.count("restore-resumed")
                 rc, out, err, killed = self.keel(rnd, ["restore", sid, "--target", target, "--overwrite", mode, "--json"])
             if killed:
                 return
