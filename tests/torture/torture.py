@@ -652,7 +652,10 @@ def main():
         print(f"\ntorture: {len(t.failures)} failures; seed {args.seed}, first in round {first}", file=sys.stderr)
         for f in t.failures[:30]:
             print(f"  round {f['round']} [{f['kind']}] {f['message']}", file=sys.stderr)
-        print(t.replay_text(), file=sys.stderr)
+        replay = t.replay_text()
+        print(replay, file=sys.stderr)
+        with open(os.path.join(t.work, "commands.log"), "w") as f:
+            f.write(replay + "\n")
     if args.json:
         print(json.dumps(dict(t.counters, failure_list=t.failures[:100]), indent=1))
     if args.keep or t.failures:
