@@ -17,7 +17,7 @@ namespace keel::cli {
 int cmd_backup(App& app, const Args& args) {
   std::vector<std::string> paths, excludes, tags;
   std::string stdin_name, host, parent, compression;
-  bool use_stdin = false, force = false, one_fs = false;
+  bool use_stdin = false, force = false, one_fs = false, append_only = false;
   size_t memory_mib = 256;
   po::options_description opts("keel backup [options] PATH...: store a snapshot of PATHs (or of stdin)");
   opts.add_options()
@@ -32,7 +32,10 @@ int cmd_backup(App& app, const Args& args) {
       ("stdin-name", po::value(&stdin_name)->default_value("stdin"), "file name for --stdin")
       ("memory", count_option(&memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(memory_mib)), "MiB of data in flight at most")
       ("compression", po::value(&compression),
-       "for this backup instead of the repository's: off, fast, default, max, or a zstd level (-7..19)");
+       "for this backup instead of the repository's: off, fast, default, max, or a zstd level (-7..19)")
+      ("append-only", po::bool_switch(&append_only),
+       "delete and overwrite nothing on the target, for credentials that may only create objects "
+       "(docs/immutable.md)");
   po::positional_options_description pos;
   pos.add("path", -1);
   po::variables_map vm;
@@ -44,7 +47,9 @@ int cmd_backup(App& app, const Args& args) {
                 : agents::fs::make_fs_source(paths, agents::fs::FsOptions{.excludes = excludes, .one_file_system = one_fs});
   const std::optional<int> level =
       compression.empty() ? std::nullopt : std::optional<int>(engine::parse_compression(compression, "--compression"));
-  auto repo = app.open_repository();
+  // Opening clears leftovers of dead processes, which deletes: append-only leaves them to the owner's prune.
+  auto repo = append_only ? engine::Repository::open(app.open_target(false), {app.password(), app.global.catalog})
+                          : app.open_repository();
 
   engine::BackupOptions options;
   options.tags = tags;
@@ -54,6 +59,7 @@ int cmd_backup(App& app, const Args& args) {
   options.memory_budget = memory_mib << 20;
   options.cancel = &App::cancel;
   options.compression_level = level;
+  options.append_only = append_only;
   engine::BackupProgress progress;
   engine::BackupResult result;
   {

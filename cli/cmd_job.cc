@@ -60,6 +60,7 @@ int job_add(App& app, const Args& args) {
       ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
       ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
       ("memory", count_option(&job.memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(job.memory_mib)), "MiB of data in flight at most")
+      ("append-only", po::bool_switch(&job.append_only), "runs back up as keel backup --append-only (no --keep-* then)")
       ("schedule", po::value(&job.schedule), "cron expression: \"0 2 * * *\", \"*/15 * * * *\", @daily, ...")
       ("timezone", po::value(&job.time_zone), "IANA time zone of the schedule (default: this machine's)")
       ("keep-last", count_option(&job.retention.last, "--keep-last", 0, kMaxKeepCount), "after each run keep the newest N snapshots of the job")
@@ -84,6 +85,10 @@ int job_add(App& app, const Args& args) {
     throw Error(ErrorKind::kUsage, "--keep-tag goes with a --keep-last/hourly/daily/weekly/monthly/yearly count");
   }
   if (app.global.repo.empty()) throw Error(ErrorKind::kUsage, "give the job a repository: --repo or KEEL_REPO");
+  if (job.append_only && counts > 0) {
+    throw Error(ErrorKind::kUsage, "an --append-only job cannot forget (its --keep-* rules delete snapshots): run "
+                                   "keel forget --prune on a schedule where the repository's owner credentials are");
+  }
   job.time_zone = job.cron().time_zone();  // the default resolved now, so the job does not move with TZ
   if (!rpo.empty()) job.rpo = parse_duration(rpo, "--rpo");
   for (std::string& path : job.paths) {
@@ -100,7 +105,9 @@ int job_add(App& app, const Args& args) {
   }
   // Opening the repository proves the location and password work and finds
   // the catalog the runs will record their history in.
-  auto repo = app.open_repository();
+  // (Append-only: without clearing dead processes' leftovers, which deletes.)
+  auto repo = job.append_only ? engine::Repository::open(app.open_target(false), {app.password(), app.global.catalog})
+                              : app.open_repository();
   job.repo = app.global.repo;
   job.endpoint = app.global.target.endpoint;
   job.region = app.global.target.region;
@@ -215,7 +222,8 @@ int job_show(App& app, const Args& args) {
   }
   std::printf("job %s\n", job.name.c_str());
   row("repository", job.repo + (job.endpoint.empty() ? "" : " (endpoint " + job.endpoint + ")") +
-                        (job.rdma.empty() ? "" : " (rdma " + job.rdma + ")"));
+                        (job.rdma.empty() ? "" : " (rdma " + job.rdma + ")") +
+                        (job.append_only ? " (append-only)" : ""));
   row("paths", list(job.paths));
   row("excludes", list(job.excludes));
   row("tags", list(std::vector<std::string>{job.tag()}) + (job.tags.empty() ? "" : ", " + list(job.tags)));

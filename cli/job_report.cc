@@ -52,6 +52,7 @@ void job_json(Json& j, const jobs::Job& job) {
       .field("ca_file", job.ca_file)
       .field("virtual_hosted", job.virtual_hosted)
       .field("rdma", job.rdma)
+      .field("append_only", job.append_only)
       .field("password_file", job.password_file)
       .field("catalog", job.catalog)
       .field("paths", job.paths)

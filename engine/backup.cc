@@ -389,13 +389,14 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   // before the catalog is synced, so a prune that condemns a pack after this
   // run read the condemnations sees the lease and keeps the pack until the
   // run has ended (docs/maintenance.md).
-  Lease running(repo.target(), repo.keys().data, kRunningPrefix);
+  Lease running(repo.target(), repo.keys().data, kRunningPrefix, LeaseOptions::for_access(options.append_only));
   // Index packs an interrupted run (or another host) left on the target, so
   // this run reuses them instead of uploading their chunks again, and learn
   // which packs prune condemned or deleted.
   repo.sync_catalog();
   // Uploads a crashed run left open; a day's age keeps concurrent runs' safe.
-  repo.target().remove_stale_uploads(std::chrono::hours(24));
+  // Aborting is a DELETE: append-only access leaves them to the owner's prune.
+  if (!options.append_only) repo.target().remove_stale_uploads(std::chrono::hours(24));
 
   std::string host = options.host.empty() ? local_hostname() : options.host;
   std::vector<std::string> paths = source.paths();
@@ -434,7 +435,9 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   repo.save_snapshot(snap);
   result.skipped = run.take_skipped();
   result.peak_buffered_bytes = run.peak_buffered();
-  if (options.copy_catalog) result.catalog_copy_error = try_save_catalog_copy(repo);
+  if (options.copy_catalog) {
+    result.catalog_copy_error = try_save_catalog_copy(repo, options.append_only ? kKeepAllCopies : kKeptCopies);
+  }
   return result;
 }
 

@@ -30,6 +30,9 @@ struct BackupOptions {
   size_t memory_budget = 256ull << 20;  // chunks and parts in flight
   const std::atomic<bool>* cancel = nullptr;  // set (e.g. by SIGINT) to stop early
   bool copy_catalog = true;   // upload a copy of the catalog after the snapshot (catalog_copy.h)
+  // Never delete or overwrite on the target (credentials that may only
+  // create, docs/immutable.md): a lease written once, no clean-up.
+  bool append_only = false;
   std::optional<int> compression_level;  // empty: the repository's (compress.h)
 };
 

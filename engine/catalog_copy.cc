@@ -135,13 +135,13 @@ CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep) {
   for (CatalogCopyInfo& c : list_copies(target)) {
     if (c.catalog_id == info.catalog_id) ours.push_back(std::move(c));
   }
-  for (size_t i = 0; i + keep < ours.size(); ++i) target.remove(ours[i].key);
+  for (size_t i = 0; keep < ours.size() && i < ours.size() - keep; ++i) target.remove(ours[i].key);
   return info;
 }
 
-std::string try_save_catalog_copy(Repository& repo) {
+std::string try_save_catalog_copy(Repository& repo, size_t keep) {
   try {
-    save_catalog_copy(repo);
+    save_catalog_copy(repo, keep);
     return {};
   } catch (const Error& e) {
     return e.what();

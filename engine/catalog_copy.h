@@ -22,14 +22,18 @@ struct CatalogCopyInfo {
   uint64_t size = 0;
 };
 
+inline constexpr size_t kKeptCopies = 3;
+// Append-only access deletes nothing (docs/immutable.md).
+inline constexpr size_t kKeepAllCopies = SIZE_MAX;
+
 // Uploads a consistent copy of the repository's catalog and removes this
 // catalog's copies beyond the newest `keep`.
-CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep = 3);
+CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep = kKeptCopies);
 
 // For callers whose own work is done and safe (a backup, a drill): a copy
 // that fails is worth a warning, not a failure, and the next one tries
 // again. Returns why it failed; empty if it did not.
-std::string try_save_catalog_copy(Repository& repo);
+std::string try_save_catalog_copy(Repository& repo, size_t keep = kKeptCopies);
 
 // The newest copy on the target, from any catalog (host).
 std::optional<CatalogCopyInfo> newest_catalog_copy(Repository& repo);

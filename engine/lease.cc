@@ -62,6 +62,15 @@ Error locked_by(const LeaseRecord& holder, const targets::Target& target) {
 
 int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
 
+LeaseOptions LeaseOptions::for_access(bool append_only) {
+  LeaseOptions options;
+  if (append_only) {
+    options.append_only = true;
+    options.ttl = std::chrono::hours(24);
+  }
+  return options;
+}
+
 bool LeaseRecord::abandoned_here() const { return host == local_hostname() && !process_running_here(pid); }
 
 std::string lease_key(std::string_view prefix, const Id& lease) { return std::string(prefix) + lease.hex(); }
@@ -73,7 +82,7 @@ Lease::Lease(targets::Target& target, const Key256& key, std::string_view prefix
   record_.pid = ::getpid();
   record_.created_unix = options_.clock();
   write(record_.created_unix);
-  refresher_ = std::thread([this] { refresh_loop(); });
+  if (!options_.append_only) refresher_ = std::thread([this] { refresh_loop(); });
 }
 
 Lease::~Lease() {
@@ -82,6 +91,7 @@ Lease::~Lease() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
+  if (options_.append_only) return;  // it expires on its own
   refresher_.join();
   try {
     target_.remove(lease_key(prefix_, record_.id));
@@ -124,6 +134,11 @@ void Lease::check_held() const {
   LeaseRecord r = record();
   int64_t now = options_.clock();
   if (now + options_.ttl.count() / 4 >= r.expires_unix) {
+    if (options_.append_only) {
+      throw Error(ErrorKind::kFailure, lease_key(prefix_, r.id) + " on " + target_.describe() + " expires at " +
+                                           utc_time(r.expires_unix) + " and append-only access cannot renew it; "
+                                           "others may soon treat it as expired, so this run stops here");
+    }
     throw Error(ErrorKind::kFailure, "could not refresh " + lease_key(prefix_, r.id) + " on " + target_.describe() +
                                          " since before " + utc_time(r.expires_unix - options_.ttl.count()) +
                                          "; others may treat it as expired, so this run stops here");

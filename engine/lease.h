@@ -54,13 +54,19 @@ struct LeaseOptions {
   std::chrono::seconds ttl{15 * 60};
   std::chrono::seconds refresh{3 * 60};  // rewrite this often while held
   UnixClock clock = unix_now;
+  // Written once, never rewritten or removed (credentials that may only
+  // create); it lasts `ttl` and expires on its own.
+  bool append_only = false;
+
+  // The leases of a run: append-only ones last a day (docs/immutable.md).
+  static LeaseOptions for_access(bool append_only);
 };
 
 std::string lease_key(std::string_view prefix, const Id& lease);
 
 class Lease {
  public:
-  // Writes a new lease under `prefix` and refreshes it on a thread.
+  // Writes a new lease under `prefix` and refreshes it on a thread (unless append-only).
   Lease(targets::Target& target, const Key256& key, std::string_view prefix, LeaseOptions options = {});
   ~Lease();  // stops refreshing and removes the object (best effort: it expires anyway)
   Lease(const Lease&) = delete;

@@ -150,6 +150,11 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
     std::lock_guard lock(mutex_);
     rules = bucket.rules;
   }
+  // The append grant is a ceiling: no ACL or policy lets such a user delete or replace.
+  if (level == Access::kAppend && needed > Access::kAppend) {
+    throw S3Error("AccessDenied", "user '" + call.user.name + "' has the append grant in bucket '" +
+                                      bucket.record.name + "': it may create, read and list objects, not delete or change them");
+  }
   if (level >= needed && !rules->policy) return;  // the common case, kept cheap
   Operation operation = route(call.request);
   // The source of a copy is read.

@@ -148,9 +148,10 @@ ListenAddress parse_listen_address(const std::string& text, bool tls) {
 
 Access parse_access(const std::string& text) {
   if (text == "read") return Access::kRead;
+  if (text == "append") return Access::kAppend;
   if (text == "write") return Access::kWrite;
   if (text == "owner") return Access::kOwner;
-  throw Error(ErrorKind::kUsage, "access '" + text + "': expected read, write or owner");
+  throw Error(ErrorKind::kUsage, "access '" + text + "': expected read, append, write or owner");
 }
 
 GatewayConfig GatewayConfig::load(const std::string& path) {
@@ -194,7 +195,7 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       if (!access_keys.insert(user.access_key).second) s.fail("access_key", "another user has the same key");
       config.users.push_back(std::move(user));
     } else if (section_name.starts_with("bucket:")) {
-      std::set<std::string> keys{"owner", "grants", "mode", "path"};
+      std::set<std::string> keys{"owner", "grants", "mode", "path", "delete_unversioned"};
       keys.insert(kRepositoryKeys.begin(), kRepositoryKeys.end());
       const Section s(section, where, keys);
       BucketConfig bucket;
@@ -207,6 +208,11 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
         if (colon == std::string::npos) s.fail("grants", "'" + grant + "' is not user:access");
         bucket.grants[grant.substr(0, colon)] = parse_access(grant.substr(colon + 1));
       }
+      const std::string delete_unversioned = s.get("delete_unversioned").value_or("write");
+      if (delete_unversioned != "write" && delete_unversioned != "owner") {
+        s.fail("delete_unversioned", "'" + delete_unversioned + "': expected write or owner");
+      }
+      bucket.owner_only_unversioned_delete = delete_unversioned == "owner";
       const std::string mode = s.get("mode").value_or("raw");
       if (mode == "raw") {
         bucket.path = s.require("path");

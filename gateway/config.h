@@ -29,7 +29,9 @@ struct User {
 };
 
 // What a user may do in a bucket. Ordered: each level includes the ones before.
-enum class Access { kNone, kRead, kWrite, kOwner };
+// kAppend: read, list and create objects, but never delete or overwrite one
+// (backup hosts whose credentials may be stolen; docs/immutable.md).
+enum class Access { kNone, kRead, kAppend, kWrite, kOwner };
 
 // raw: objects as plain files; dedupe: chunked, deduplicated, compressed and
 // encrypted into a keel repository.
@@ -42,6 +44,9 @@ struct BucketConfig {
   std::string name;
   std::string owner;
   std::map<std::string, Access> grants;  // other users, by name
+  // delete_unversioned = owner: only the owner may delete an object written
+  // without versioning (a `null` version), which no version keeps.
+  bool owner_only_unversioned_delete = false;
   BucketMode mode = BucketMode::kRaw;
   std::string path;  // raw: the directory holding the bucket's objects
   // dedupe: the repository (location as keel --repo takes it, target
@@ -93,7 +98,7 @@ struct GatewayConfig {
 
 // "host:port", "[v6]:port"; throws Error(kUsage).
 ListenAddress parse_listen_address(const std::string& text, bool tls);
-// "read", "write" or "owner"; throws Error(kUsage).
+// "read", "append", "write" or "owner"; throws Error(kUsage).
 Access parse_access(const std::string& text);
 
 }  // namespace keel::gateway

@@ -110,7 +110,7 @@ std::string full_object_crc(CrcAlgorithm algorithm, const std::vector<std::pair<
 }  // namespace
 
 Response S3Api::create_upload(const Call& call) {
-  const auto bucket = bucket_for(call, Access::kWrite);
+  const auto bucket = bucket_for(call, Access::kAppend);
   // Checked now, as AWS does; applied to the version the upload completes into.
   new_version_lock(call, *bucket, /*uploads_body=*/false);
   parse_tagging_header(call.request.header("x-amz-tagging"));
@@ -134,6 +134,7 @@ Response S3Api::create_upload(const Call& call) {
   }
   {
     std::lock_guard lock(mutex_);
+    refuse_overwrite(*bucket, upload.key, append_only_user(call, *bucket));  // before any part is sent
     metadata_.create_upload(upload);
   }
   XmlWriter xml;
@@ -150,7 +151,7 @@ Response S3Api::create_upload(const Call& call) {
 }
 
 std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
-  const auto bucket = bucket_for(call, Access::kWrite);
+  const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
   std::shared_ptr<BucketStorage::Writer> writer = bucket->storage->create();
@@ -187,7 +188,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
 }
 
 Response S3Api::upload_part_copy(const Call& call) {
-  const auto bucket = bucket_for(call, Access::kWrite);
+  const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
   const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
@@ -289,7 +290,7 @@ Response completion_response(const ObjectRecord& object, bool versioned) {
 }  // namespace
 
 std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
-  const auto bucket = bucket_for(call, Access::kWrite);
+  const auto bucket = bucket_for(call, Access::kAppend);
   const std::string upload_id = call.request.query_value("uploadId").value_or("");
   std::optional<CompletedUpload> completed;
   {
@@ -325,7 +326,8 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
     std::lock_guard lock(mutex_);
     check_write_conditions(call.request, metadata_.object(bucket->record.name, upload.key));
   }
-  return small_body(call, [this, bucket, upload, request = call.request](const std::string& body) {
+  return small_body(call, [this, bucket, upload, request = call.request,
+                           append_user = append_only_user(call, *bucket)](const std::string& body) {
     const std::vector<RequestedPart> requested = requested_parts(body, upload.checksum_algorithm);
     ObjectRecord object;
     bool versioned;
@@ -335,6 +337,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       if (!metadata_.upload(upload.upload_id)) {
         throw S3Error("NoSuchUpload", "the upload '" + upload.upload_id + "' was completed or aborted meanwhile");
       }
+      refuse_overwrite(*bucket, upload.key, append_user);
       if (has_write_conditions(request)) {
         // Checked when the request came; failing now means another write got in between.
         check_write_conditions(request, metadata_.object(bucket->record.name, upload.key),
@@ -419,7 +422,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
 }
 
 Response S3Api::abort_upload(const Call& call) {
-  const auto bucket = bucket_for(call, Access::kWrite);
+  const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   std::vector<std::string> files;
   {

@@ -69,11 +69,13 @@ void add_checksum_header(Response& r, const PayloadChecks& checks) {
 
 }  // namespace
 
-bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object, const S3Request* conditions) {
+bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object, const S3Request* conditions,
+                          const std::string& append_user) {
   std::vector<Segment> replaced;
   bool versioned;
   {
     std::lock_guard lock(mutex_);
+    refuse_overwrite(bucket, object.key, append_user);  // again: another write may have created the key meanwhile
     if (conditions && has_write_conditions(*conditions)) {
       // Checked when the request came; failing now means another write got in between.
       check_write_conditions(*conditions, metadata_.object(bucket.record.name, object.key),
@@ -94,13 +96,21 @@ ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket, bool 
 }
 
 S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id,
-                                  bool bypass_governance) {
+                                  bool bypass_governance, bool may_remove_unversioned) {
   Deletion deletion;
   std::vector<Segment> unused;
   {
     std::lock_guard lock(mutex_);
     const std::string& versioning = bucket.record.versioning;
     deletion.versioned = !versioning.empty();
+    // Removing the null version (directly, or by the null marker of a suspended bucket) loses its bytes for good.
+    if (!may_remove_unversioned && (version_id.empty() ? versioning != "Enabled" : version_id == kNullVersion)) {
+      const auto unversioned = metadata_.object(bucket.record.name, key, std::string(kNullVersion));
+      if (unversioned && !unversioned->delete_marker) {
+        throw S3Error("AccessDenied", "bucket '" + bucket.record.name + "' lets only its owner delete '" + key +
+                                          "', an object no version keeps (delete_unversioned = owner)");
+      }
+    }
     metadata_.transaction([&] {
       if (!version_id.empty() || versioning.empty()) {
         const std::string& target = version_id.empty() ? std::string(kNullVersion) : version_id;
@@ -134,7 +144,12 @@ S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const 
 }
 
 std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
-  const auto bucket = bucket_for(call, Access::kWrite);
+  const auto bucket = bucket_for(call, Access::kAppend);
+  const std::string append_user = append_only_user(call, *bucket);
+  {
+    std::lock_guard lock(mutex_);
+    refuse_overwrite(*bucket, call.request.key, append_user);  // before the body comes
+  }
   std::shared_ptr<BucketStorage::Writer> writer = bucket->storage->create();
   ObjectRecord object;
   object.bucket = bucket->record.name;
@@ -154,7 +169,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         }
         writer->write(data);
       },
-      [this, bucket, writer, object, request = call.request](const PayloadChecks& checks) mutable {
+      [this, bucket, writer, object, append_user, request = call.request](const PayloadChecks& checks) mutable {
         object.size = writer->size();
         object.etag = checks.md5_hex();
         if (checks.checksum()) {
@@ -165,7 +180,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         object.segments = {{writer->commit(), object.size}};
         bool versioned;
         try {
-          versioned = commit_object(*bucket, object, &request);
+          versioned = commit_object(*bucket, object, &request, append_user);
         } catch (const S3Error&) {
           bucket->storage->remove(object.segments.front().file);
           throw;
@@ -264,7 +279,7 @@ Response S3Api::get_object(const Call& call, bool head) {
 Response S3Api::delete_object(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
   const Deletion deletion = delete_key(*bucket, call.request.key, call.request.query_value("versionId").value_or(""),
-                                      bypasses_governance(call, *bucket));
+                                      bypasses_governance(call, *bucket), may_remove_unversioned(call, *bucket));
   Response r;
   r.status = 204;
   if (deletion.delete_marker) r.headers.emplace_back("x-amz-delete-marker", "true");
@@ -294,7 +309,7 @@ Response S3Api::copy_object(const Call& call) {
   }();
   const Call source_call{source_request, call.user, call.auth};
   const auto from = bucket_for(source_call, Access::kRead);
-  const auto to = bucket_for(call, Access::kWrite);
+  const auto to = bucket_for(call, Access::kAppend);
   std::optional<ObjectRecord> object;
   std::unique_ptr<BodyProducer> source_bytes;
   {
@@ -339,7 +354,7 @@ Response S3Api::copy_object(const Call& call) {
   copy.segments = {{copy_bytes(*source_bytes, object->size, *to->storage, [&](ByteView data) { copy_md5.update(data); }),
                     object->size}};
   copy.etag = to_hex(copy_md5.finish());
-  const bool versioned = commit_object(*to, copy);
+  const bool versioned = commit_object(*to, copy, nullptr, append_only_user(call, *to));
   XmlWriter xml;
   xml.open("CopyObjectResult", kS3Namespace)
       .element("LastModified", iso8601(copy.modified_ns))

@@ -97,7 +97,7 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
                         dedupe ? b.repository.location : b.path, true, existing ? existing->versioning : ""};
     record.mode = bucket_mode_name(b.mode);
     metadata_.put_bucket(record);
-    add_bucket(record, b.grants);
+    add_bucket(record, b.grants, b.owner_only_unversioned_delete);
     configured.insert(b.name);
   }
   for (auto& record : metadata_.buckets()) {
@@ -117,7 +117,8 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
 
 S3Api::~S3Api() = default;
 
-std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<std::string, Access> grants) {
+std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<std::string, Access> grants,
+                                                 bool owner_only_unversioned_delete) {
   std::shared_ptr<BucketStorage> storage;
   if (record.mode == bucket_mode_name(BucketMode::kDedupe)) {
     // Local repositories report their own filesystem's capacity; others the state directory's.
@@ -126,7 +127,8 @@ std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<s
   } else {
     storage = std::make_shared<RawFiles>(record.path);
   }
-  auto bucket = std::make_shared<Bucket>(Bucket{std::move(record), std::move(grants), std::move(storage)});
+  auto bucket = std::make_shared<Bucket>(
+      Bucket{std::move(record), std::move(grants), std::move(storage), owner_only_unversioned_delete});
   bucket->rules = load_access_rules(bucket->record.name);
   buckets_[bucket->record.name] = bucket;
   return bucket;
@@ -151,6 +153,23 @@ Access S3Api::access(const Bucket& bucket, const User& user) const {
   if (bucket.record.owner == user.name) return Access::kOwner;
   const auto grant = bucket.grants.find(user.name);
   return grant == bucket.grants.end() ? Access::kNone : grant->second;
+}
+
+std::string S3Api::append_only_user(const Call& call, const Bucket& bucket) const {
+  return access(bucket, call.user) == Access::kAppend ? call.user.name : std::string();
+}
+
+void S3Api::refuse_overwrite(const Bucket& bucket, const std::string& key, const std::string& append_user) {
+  if (append_user.empty()) return;
+  const auto current = metadata_.object(bucket.record.name, key);
+  if (current && !current->delete_marker) {
+    throw S3Error("AccessDenied", "user '" + append_user + "' has the append grant in bucket '" + bucket.record.name +
+                                      "': it may create objects but not overwrite '" + key + "', which exists");
+  }
+}
+
+bool S3Api::may_remove_unversioned(const Call& call, const Bucket& bucket) const {
+  return !bucket.owner_only_unversioned_delete || access(bucket, call.user) == Access::kOwner;
 }
 
 std::shared_ptr<S3Api::Bucket> S3Api::bucket_for(const Call& call, Access needed) {
@@ -475,7 +494,8 @@ Response S3Api::list_objects(const Call& call, bool v2) {
 std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
   const bool bypass = bypasses_governance(call, *bucket);
-  return small_body(call, [this, bucket, bypass](const std::string& body) {
+  const bool remove_unversioned = may_remove_unversioned(call, *bucket);
+  return small_body(call, [this, bucket, bypass, remove_unversioned](const std::string& body) {
     const auto tree = read_xml_body(body);
     const auto root = tree.get_child_optional("Delete");
     if (!root) throw S3Error("MalformedXML", "the body is not a <Delete> document");
@@ -495,7 +515,7 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
     for (const auto& [key, version_id] : keys) {
       Deletion deletion;
       try {
-        deletion = delete_key(*bucket, key, version_id, bypass);
+        deletion = delete_key(*bucket, key, version_id, bypass, remove_unversioned);
       } catch (const S3Error& e) {
         xml.open("Error").element("Key", key);
         if (!version_id.empty()) xml.element("VersionId", version_id);

@@ -54,6 +54,7 @@ class S3Api final : public RequestHandler {
     BucketRecord record;
     std::map<std::string, Access> grants;
     std::shared_ptr<BucketStorage> storage;
+    bool owner_only_unversioned_delete = false;  // the configuration's delete_unversioned = owner
     std::shared_ptr<const BucketAccessRules> rules = std::make_shared<const BucketAccessRules>();  // guarded by mutex_
   };
   struct Call {
@@ -73,7 +74,15 @@ class S3Api final : public RequestHandler {
   Access access(const Bucket& bucket, const User& user) const;
   // The bucket, if it exists and the request is authorised (authorize()).
   std::shared_ptr<Bucket> bucket_for(const Call& call, Access needed);
-  std::shared_ptr<Bucket> add_bucket(BucketRecord record, std::map<std::string, Access> grants);
+  std::shared_ptr<Bucket> add_bucket(BucketRecord record, std::map<std::string, Access> grants,
+                                     bool owner_only_unversioned_delete = false);
+  // The user of the call when their grant is `append`, else empty.
+  std::string append_only_user(const Call& call, const Bucket& bucket) const;
+  // An append-only user may create keys but not replace them: S3Error
+  // AccessDenied when `key` has a current object. Call with mutex_ held.
+  void refuse_overwrite(const Bucket& bucket, const std::string& key, const std::string& append_user);
+  // Whether the user may remove an object no version keeps (delete_unversioned).
+  bool may_remove_unversioned(const Call& call, const Bucket& bucket) const;
   // The chunk store of a dedupe repository, opened once per location;
   // `user` names the configuration section for errors.
   std::shared_ptr<engine::ChunkStore> open_repository(const engine::RepositoryAccess& access, const std::string& user);
@@ -167,7 +176,9 @@ class S3Api final : public RequestHandler {
   // the version).
   // `conditions`: a conditional write's request, checked again at commit
   // (S3Error ConditionalRequestConflict).
-  bool commit_object(Bucket& bucket, ObjectRecord& object, const S3Request* conditions = nullptr);
+  // `append_user`: not empty, the write must not replace a current object (refuse_overwrite).
+  bool commit_object(Bucket& bucket, ObjectRecord& object, const S3Request* conditions = nullptr,
+                     const std::string& append_user = {});
   // The lock a version written by this request gets (its headers, or the bucket's default).
   ObjectLock new_version_lock(const Call& call, const Bucket& bucket, bool uploads_body);
   struct Deletion {
@@ -177,7 +188,9 @@ class S3Api final : public RequestHandler {
   };
   // DeleteObject of a key (version_id empty) or of one version, which its
   // lock may forbid (S3Error AccessDenied).
-  Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id, bool bypass_governance);
+  // `may_remove_unversioned` false: refuses (AccessDenied) to remove or replace the null version.
+  Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id, bool bypass_governance,
+                      bool may_remove_unversioned);
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
 
   GatewayConfig config_;

@@ -27,6 +27,8 @@ struct Job {
   std::string ca_file;
   bool virtual_hosted = false;
   std::string rdma;  // --rdma HOST:PORT of a keel gateway's RDMA data plane (docs/rdma.md); empty: HTTP
+  // --append-only: runs never delete or overwrite on the target (docs/immutable.md); no retention then.
+  bool append_only = false;
   // A file holding the password; never the password itself. Empty:
   // KEEL_PASSWORD or KEEL_PASSWORD_FILE in the environment of the run.
   std::string password_file;

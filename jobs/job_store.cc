@@ -30,12 +30,14 @@ const std::vector<catalog::Migration> kMigrations = {
     },
     // 2: the RDMA data plane a job's S3 target is reached through.
     {"ALTER TABLE jobs ADD COLUMN rdma TEXT NOT NULL DEFAULT ''"},
+    // 3: runs with append-only access (docs/immutable.md).
+    {"ALTER TABLE jobs ADD COLUMN append_only INTEGER NOT NULL DEFAULT 0"},
 };
 
 constexpr const char* kColumns =
     "name, repo, endpoint, region, aws_profile, ca_file, virtual_hosted, password_file, catalog, paths, excludes,"
     " tags, schedule, time_zone, keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly,"
-    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib, rdma";
+    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib, rdma, append_only";
 
 Job read_job(Statement& s) {
   Job j;
@@ -68,6 +70,7 @@ Job read_job(Statement& s) {
   if (!s.column_is_null(25)) j.handled_until_ns = s.column_int64(25);
   j.memory_mib = s.column_uint64(26);
   j.rdma = s.column_text(27);
+  j.append_only = s.column_int64(28) != 0;
   return j;
 }
 
@@ -89,7 +92,7 @@ JobStore::~JobStore() = default;
 
 void JobStore::add(const Job& j) {
   StatementScope s(db_->cached(std::string("INSERT INTO jobs(") + kColumns +
-                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                                " ON CONFLICT(name) DO NOTHING RETURNING name"));
   s->bind_text(1, j.name);
   s->bind_text(2, j.repo);
@@ -127,6 +130,7 @@ void JobStore::add(const Job& j) {
   }
   s->bind_uint64(27, j.memory_mib);
   s->bind_text(28, j.rdma);
+  s->bind_int64(29, j.append_only);
   if (!s->step()) {
     throw Error(ErrorKind::kUsage, "a job named " + j.name + " exists already (keel job remove " + j.name + " first)");
   }

@@ -109,6 +109,7 @@ class JobRun {
     backup.tags.insert(backup.tags.end(), job_.tags.begin(), job_.tags.end());
     backup.cancel = options_.cancel;
     backup.memory_budget = job_.memory_mib << 20;
+    backup.append_only = job_.append_only;
     engine::BackupProgress own_progress;
     engine::BackupProgress& progress = options_.progress ? *options_.progress : own_progress;
     result_.backup = engine::run_backup(*repo, *source, backup, progress, [&](const engine::SkippedItem& item) {

@@ -1,5 +1,6 @@
 """Starts `keel gateway` on loopback with a generated configuration and a
 self-signed certificate, for tests that drive it with real S3 clients."""
+import filecmp
 import os
 import shutil
 import subprocess
@@ -151,3 +152,12 @@ def error_of(fn):
     except ClientError as e:
         return e.response
     raise AssertionError("the call succeeded; an S3 error was expected")
+
+
+def same_tree(a, b):
+    """Whether two directory trees hold the same names and bytes."""
+    cmp = filecmp.dircmp(a, b)
+    if cmp.left_only or cmp.right_only or cmp.diff_files or cmp.funny_files:
+        return False
+    return all(filecmp.cmp(os.path.join(a, f), os.path.join(b, f), shallow=False) for f in cmp.common_files) and \
+        all(same_tree(os.path.join(a, d), os.path.join(b, d)) for d in cmp.common_dirs)

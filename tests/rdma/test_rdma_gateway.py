@@ -7,7 +7,6 @@ device at KEEL_RDMA_TEST_IP. Exits 77 (skipped) when there is none.
 - a gateway without rdma_listen declines and the client falls back to HTTP;
 - the gateway killed mid-backup: the client carries on over a new session or
   HTTP, nothing is lost, and the next run is clean."""
-import filecmp
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../gateway"))
-from gateway_harness import KEEL, Gateway  # noqa: E402
+from gateway_harness import KEEL, Gateway, same_tree  # noqa: E402
 
 IP = os.environ.get("KEEL_RDMA_TEST_IP") or os.environ.get("RXE_IP")
 RDMA_PORT = 7471
@@ -34,14 +33,6 @@ def make_tree(root, seed, sizes):
     for i in range(20):
         with open(os.path.join(root, "small", f"s{i}"), "w") as f:
             f.write(f"small file {i} {seed}\n" * (i + 1))
-
-
-def same_tree(a, b):
-    cmp = filecmp.dircmp(a, b)
-    if cmp.left_only or cmp.right_only or cmp.diff_files or cmp.funny_files:
-        return False
-    return all(filecmp.cmp(os.path.join(a, f), os.path.join(b, f), shallow=False) for f in cmp.common_files) and \
-        all(same_tree(os.path.join(a, d), os.path.join(b, d)) for d in cmp.common_dirs)
 
 
 class RdmaGateway(unittest.TestCase):

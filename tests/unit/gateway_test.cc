@@ -323,7 +323,8 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
       "[server]\nlisten = 127.0.0.1:0 [::1]:9000\ntls_listen = 127.0.0.1:9443\ntls_certificate = c.pem\n"
       "tls_key = k.pem\nstate_dir = /var/lib/g\ndomain = s3.local\nmetrics_listen = 127.0.0.1:9465\n"
       "[user:alice]\naccess_key = A1\nsecret_key = s1\n[user:bob]\naccess_key = B1\nsecret_key = s2\n"
-      "[bucket:backups]\nowner = alice\ngrants = bob:read\npath = /srv/b\n");
+      "[bucket:backups]\nowner = alice\ngrants = bob:read\npath = /srv/b\n"
+      "[bucket:vault]\nowner = alice\ngrants = bob:append\ndelete_unversioned = owner\npath = /srv/v\n");
   const GatewayConfig config = GatewayConfig::parse(good, "test.conf");
   REQUIRE(config.listen.size() == 3);
   CHECK(config.listen[1].host == "::1");
@@ -332,6 +333,9 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
   CHECK(config.listen[2].tls);
   CHECK(config.bucket_root == "/var/lib/g/buckets");
   CHECK(config.buckets[0].grants.at("bob") == Access::kRead);
+  CHECK_FALSE(config.buckets[0].owner_only_unversioned_delete);
+  CHECK(config.buckets[1].grants.at("bob") == Access::kAppend);
+  CHECK(config.buckets[1].owner_only_unversioned_delete);
   CHECK(config.user_by_access_key("B1")->name == "bob");
 
   const auto fails = [](const std::string& text) {
@@ -350,6 +354,11 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
   CHECK_THAT(fails(server + "[user:a]\naccess_key = x\nsecret_key = y\n[bucket:bb1]\nowner = a\npath = /p\nmode = dedupe\n"),
              Catch::Contains("mode"));
   CHECK_THAT(fails(server + "color = blue\n"), Catch::Contains("color"));
+  const std::string alice = "[user:a]\naccess_key = x\nsecret_key = y\n";
+  CHECK_THAT(fails(server + alice + "[bucket:bb1]\nowner = a\npath = /p\ndelete_unversioned = nobody\n"),
+             Catch::Contains("delete_unversioned"));
+  CHECK_THAT(fails(server + alice + "[bucket:bb1]\nowner = a\npath = /p\ngrants = a:put\n"),
+             Catch::Contains("expected read, append, write or owner"));
   CHECK_THAT(fails("[server]\nlisten = 127.0.0.1:1\ntls_listen = 127.0.0.1:2\nstate_dir = /s\n"),
              Catch::Contains("tls_certificate"));
   CHECK_THAT(fails("[server]\nlisten = 127.0.0.1:65536\nstate_dir = /s\n"),

@@ -39,6 +39,7 @@ Job full_job() {
   j.ca_file = "/etc/ssl/ca.pem";
   j.virtual_hosted = true;
   j.rdma = "192.0.2.7:7471";
+  j.append_only = true;
   j.password_file = "/etc/keel/password";
   j.catalog = "/var/lib/keel/abc/catalog.db";
   j.paths = {"/srv/db dump", "/etc/odd\nname"};
@@ -70,6 +71,7 @@ void check_same(const Job& a, const Job& b) {
   CHECK(a.ca_file == b.ca_file);
   CHECK(a.virtual_hosted == b.virtual_hosted);
   CHECK(a.rdma == b.rdma);
+  CHECK(a.append_only == b.append_only);
   CHECK(a.password_file == b.password_file);
   CHECK(a.catalog == b.catalog);
   CHECK(a.paths == b.paths);
@@ -127,16 +129,18 @@ TEST_CASE("job store: a store from before jobs had --rdma opens with HTTP for it
   Job job = full_job();
   JobStore(path).add(job);
   {
-    // Schema version 1: the same table without the rdma column.
+    // Schema version 1: the same table without the rdma and append_only columns.
     catalog::Database db(path);
     db.exec("ALTER TABLE jobs DROP COLUMN rdma");
+    db.exec("ALTER TABLE jobs DROP COLUMN append_only");
     db.exec("PRAGMA user_version = 1");
   }
   JobStore store(path);
   job.rdma.clear();
+  job.append_only = false;  // jobs from before --append-only delete as they always did
   check_same(store.get(job.name), job);
   catalog::Database db(path);
-  CHECK(catalog::schema_version(db) == 2);
+  CHECK(catalog::schema_version(db) == 3);
 }
 
 TEST_CASE("job store keeps every field of a job and refuses duplicates", "[jobs]") {

@@ -1,0 +1,121 @@
+"""Append-only backups (docs/immutable.md), end to end: `keel gateway` serves
+bucket 'vault' owned by alice, where carol has only the `append` grant
+(create, read, list; never delete or overwrite) and delete_unversioned =
+owner. alice inits the repository; carol backs up with `keel --append-only`
+several times and every snapshot restores byte for byte; the gateway saw not
+one delete or overwrite. Then the attack with carol's credentials: delete a
+pack, overwrite a snapshot with garbage, forget, prune: each fails with a
+clear error and every snapshot still restores. alice (the owner) forgets and
+prunes."""
+import os
+import random
+import shutil
+import json
+import subprocess
+import tempfile
+import unittest
+
+from gateway_harness import KEEL, USERS, Gateway, boto3_client, error_of, same_tree
+
+CAROL = ("AKIDCAROL00000000003", "carol-secret-key-000000000000000000000")
+# Operations that delete, or that only a writer may use.
+DELETING = ("DeleteObject", "DeleteObjects", "AbortMultipartUpload")
+
+
+class AppendOnlyBackup(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="keel-append-e2e-")
+        extra = (f"[user:carol]\naccess_key = {CAROL[0]}\nsecret_key = {CAROL[1]}\n\n"
+                 f"[bucket:vault]\nowner = alice\ngrants = carol:append\ndelete_unversioned = owner\n"
+                 f"path = {cls.tmp}/vault\n\n")
+        cls.gateway = Gateway(extra_config=extra)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gateway.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def keel(self, *args, user="carol", expect=0):
+        access, secret = CAROL if user == "carol" else USERS[user]
+        env = dict(self.gateway.env(), AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret,
+                   KEEL_PASSWORD="append e2e", XDG_DATA_HOME=os.path.join(self.tmp, "state-" + user),
+                   KEEL_CATALOG=os.path.join(self.tmp, user + ".db"), KEEL_JOBS=os.path.join(self.tmp, "jobs.db"))
+        command = [KEEL, *args, "--repo", "s3://vault/repo", "--endpoint", self.gateway.urls["http"],
+                   "--s3-timeout", "20s"]
+        p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, expect, f"{' '.join(command)}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+        return p
+
+    def refused_requests(self):
+        """(operation, status) -> count of the gateway's answers that were errors or deletions."""
+        return {k: v for k, v in self.gateway.metrics().items()
+                if k.startswith("keel_gateway_requests_total") and
+                (any(f'"{op}"' in k for op in DELETING) or 'status="403"' in k)}
+
+    def test_append_only_backups_survive_the_attack(self):
+        self.keel("init", user="alice")
+        rng = random.Random(18)
+        source = os.path.join(self.tmp, "source")
+        os.makedirs(source)
+        snapshots = []
+        for run in range(3):
+            with open(os.path.join(source, f"file{run}"), "wb") as f:
+                f.write(rng.randbytes((3 << 20) + run))
+            with open(os.path.join(source, "changing"), "w") as f:
+                f.write(f"version {run}\n" * 1000)
+            p = self.keel("--json", "backup", "--append-only", source)
+            snapshot = json.loads(p.stdout)["snapshot"]
+            frozen = os.path.join(self.tmp, f"frozen-{run}")
+            shutil.copytree(source, frozen)
+            snapshots.append((snapshot, frozen))
+        # A job runs its backups the same way; retention rules (which forget) do not go with it.
+        p = self.keel("job", "add", "vault", "--append-only", "--paths", source, "--schedule", "@daily",
+                      "--keep-last", "3", expect=2)
+        self.assertIn("--append-only job cannot forget", p.stderr)
+        self.keel("job", "add", "vault", "--append-only", "--paths", source, "--schedule", "@daily")
+        self.assertIn("append-only", self.keel("job", "show", "vault").stdout)
+        self.keel("job", "run", "vault")
+        self.assertEqual(self.refused_requests(), {}, "an append-only backup tried to delete or overwrite")
+        self.restore_all_as_of(snapshots, source)
+
+        # The attack, with carol's credentials.
+        carol = boto3_client(self.gateway, "http", access=CAROL[0], secret=CAROL[1])
+        keys = [o["Key"] for page in carol.get_paginator("list_objects_v2").paginate(Bucket="vault", Prefix="repo/")
+                for o in page.get("Contents", [])]
+        pack = next(k for k in keys if k.startswith("repo/packs/"))
+        snapshot_object = next(k for k in keys if k.startswith("repo/snapshots/"))
+        for attempt in (lambda: carol.delete_object(Bucket="vault", Key=pack),
+                        lambda: carol.put_object(Bucket="vault", Key=snapshot_object, Body=os.urandom(512)),
+                        lambda: carol.put_object(Bucket="vault", Key="repo/config", Body=b"garbage")):
+            error = error_of(attempt)["Error"]
+            self.assertEqual(error["Code"], "AccessDenied")
+            self.assertIn("append grant", error["Message"])
+        batch = {"Objects": [{"Key": k} for k in keys[:10]]}
+        self.assertEqual(error_of(lambda: carol.delete_objects(Bucket="vault", Delete=batch))["Error"]["Code"],
+                         "AccessDenied")
+        # keel's own maintenance with the append credentials.
+        p = self.keel("forget", "--keep-last", "1", "--prune", "--grace", "0s", expect=7)
+        self.assertIn("AccessDenied", p.stderr)
+        self.assertIn("append grant", p.stderr)
+        # A prune finds nothing to delete (the forget failed); its lock, which it cannot remove, is stale at once.
+        self.keel("prune", "--grace", "0s")
+        self.restore_all_as_of(snapshots, source)
+
+        # The owner's credentials forget and prune.
+        self.keel("forget", "--keep-last", "1", "--prune", "--grace", "0s", user="alice")
+        listed = self.keel("snapshots", user="alice").stdout
+        self.assertIn("1 snapshots", listed)
+        self.assertIn("job:vault", listed)  # the job's run, of the last state of `source`, is the newest
+        self.restore_all_as_of([("latest", snapshots[-1][1])], source, user="alice")
+
+    def restore_all_as_of(self, snapshots, source, user="carol"):
+        """Restores each snapshot; compares it with the frozen copy of `source` as it was then."""
+        for n, (snapshot, tree) in enumerate(snapshots):
+            out = os.path.join(self.tmp, f"restored-{user}-{n}-{random.randrange(1 << 30)}")
+            self.keel("restore", snapshot, "--target", out, user=user)
+            self.assertTrue(same_tree(tree, os.path.join(out, source.lstrip("/"))), f"snapshot {snapshot} differs")
+
+
+if __name__ == "__main__":
+    unittest.main()

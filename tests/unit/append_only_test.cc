@@ -1,0 +1,88 @@
+// Append-only backups (docs/immutable.md) against a target that refuses, as
+// the gateway's append grant does, every remove, every overwrite and every
+// abort of stale uploads: several backups succeed without asking for one,
+// their lease stays (written once, a day long) and catalog copies are kept.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "agents/fs/fs_source.h"
+#include "engine/backup.h"
+#include "engine/lease.h"
+#include "engine/restore.h"
+#include "targets/memory/memory_target.h"
+#include "targets/target_decorator.h"
+#include "tests/unit/test_support.h"
+#include "util/error.h"
+
+using namespace keel;
+using namespace keel::engine;
+
+namespace {
+
+// Refuses what credentials with only "create" may not do, and counts the tries.
+class CreateOnlyTarget final : public targets::TargetDecorator {
+ public:
+  using TargetDecorator::TargetDecorator;
+  void put(const std::string& key, ByteView data) override {
+    if (head(key)) refuse("overwrite " + key);
+    TargetDecorator::put(key, data);
+  }
+  void remove(const std::string& key) override { refuse("remove " + key); }
+  size_t remove_stale_uploads(std::chrono::seconds) override { refuse("abort uploads"); }
+
+  std::atomic<int> refused{0};
+
+ private:
+  [[noreturn]] void refuse(const std::string& what) {
+    ++refused;
+    throw Error(ErrorKind::kTargetIo, "AccessDenied: " + what);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("append-only backups neither delete nor overwrite", "[backup][append-only]") {
+  test::TempDir dir("keel-append-only");
+  auto store = std::make_shared<targets::memory::MemoryStore>();
+  const std::string catalog = dir.file("catalog.db");
+  Repository::init(targets::memory::open_memory_target(store), RepoConfig{}, {"secret", catalog});
+  auto create_only = std::make_unique<CreateOnlyTarget>(targets::memory::open_memory_target(store));
+  CreateOnlyTarget& target = *create_only;
+  auto repo = Repository::open(std::move(create_only), {"secret", catalog});
+
+  const std::string src = dir.file("src");
+  std::filesystem::create_directories(src);
+  BackupOptions options;
+  options.append_only = true;
+  std::vector<Id> snapshots;
+  for (int run = 0; run < 4; ++run) {
+    const Bytes data = test::random_bytes(200'000 + run, run);
+    std::ofstream(src + "/file" + std::to_string(run), std::ios::binary)
+        .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    auto source = agents::fs::make_fs_source({src}, {});
+    BackupProgress progress;
+    BackupResult result = run_backup(*repo, *source, options, progress, [](const SkippedItem&) {});
+    CHECK(result.catalog_copy_error.empty());
+    snapshots.push_back(result.snapshot.id);
+  }
+  CHECK(target.refused == 0);
+
+  // Each run's lease stays, written once with a day's expiry.
+  const auto leases = list_leases(target, repo->keys().data, kRunningPrefix);
+  REQUIRE(leases.size() == 4);
+  for (const LeaseRecord& lease : leases) CHECK(lease.expires_unix - lease.created_unix == 24 * 3600);
+  size_t copies = 0;
+  for (const auto& [key, bytes] : store->objects()) copies += key.starts_with("catalog/");
+  CHECK(copies == 4);  // a normal run keeps 3
+
+  SECTION("without append_only the same target refuses the clean-up") {
+    options.append_only = false;
+    auto source = agents::fs::make_fs_source({src}, {});
+    BackupProgress progress;
+    CHECK_THROWS_WITH(run_backup(*repo, *source, options, progress, [](const SkippedItem&) {}),
+                      Catch::Contains("abort uploads"));
+  }
+}
