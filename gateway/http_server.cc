@@ -221,11 +221,14 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics,
     bool body_read = parser.is_done();  // no body at all
     if (!exchange.body) {
       response = std::move(exchange.response);
-      // The body was not read; the connection cannot carry another request.
-      if (!body_read) keep_alive = false;
+      // The body was not read; the connection cannot carry another request. Nor can
+      // one whose client waits for 100 Continue: botocore, answered without it, reads
+      // the next response on the connection with this one's status line (a 60 s hang).
+      if (!body_read || expects_continue) keep_alive = false;
     } else {
       try {
-        if (expects_continue && !parser.is_done()) {
+        // Also for an empty body, for the same botocore reason.
+        if (expects_continue) {
           lowest(stream).expires_after(kWriteTimeout);
           co_await asio::async_write(stream, asio::buffer("HTTP/1.1 100 Continue\r\n\r\n", 25), use_awaitable);
         }

@@ -226,7 +226,8 @@ Response S3Api::get_object(const Call& call, bool head) {
   Response r;
   {
     std::lock_guard lock(mutex_);
-    versioned = !bucket->record.versioning.empty();
+    // A version asked for by id is named in the answer, "null" in a bucket never versioned too (as AWS).
+    versioned = !bucket->record.versioning.empty() || !version_id.empty();
     object = metadata_.object(bucket->record.name, call.request.key, version_id);
     check_readable(object, call.request.key, version_id);
     if (!read_conditions_allow(call.request, object->etag, object->modified_ns)) {
