@@ -124,6 +124,16 @@ catalog::SnapshotRecord decode_snapshot(ByteView body, const std::string& what) 
   return s;
 }
 
+// Snapshot `id` from the target; nullopt if it is gone (forgotten meanwhile).
+std::optional<catalog::SnapshotRecord> read_snapshot(targets::Target& target, const Key256& key, const Id& id) {
+  std::string what = target.describe() + "/" + snapshot_key(id);
+  std::optional<Bytes> body = read_object(target, snapshot_key(id), kSnapshotMagic, "snapshot", key, id.view(), what);
+  if (!body) return std::nullopt;
+  catalog::SnapshotRecord snap = decode_snapshot(*body, what);
+  if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
+  return snap;
+}
+
 std::string username() {
   const char* u = std::getenv("USER");
   return u ? u : "";
@@ -340,13 +350,10 @@ size_t Repository::sync_with_listing() {
 
   for (const Id& id : snapshots_on_target) {
     if (known_snapshots.count(id)) continue;
-    std::string what = target_->describe() + "/" + snapshot_key(id);
-    std::optional<Bytes> body = read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
-    if (!body) continue;  // forgotten meanwhile
-    catalog::SnapshotRecord snap = decode_snapshot(*body, what);
-    if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
-    cache_trees_from(snap.root);
-    catalog_->add_snapshot(snap);
+    if (std::optional<catalog::SnapshotRecord> snap = read_snapshot(*target_, keys_.data, id)) {
+      cache_trees_from(snap->root);
+      catalog_->add_snapshot(*snap);
+    }
   }
   return added;
 }
@@ -432,15 +439,11 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
   }
   for (const ChangeLogEntry& e : entries) {
     for (const Id& id : e.snapshots_added) {
-      if (snapshots_removed.count(id) || snapshots_known.count(id)) continue;
-      std::string what = target_->describe() + "/" + snapshot_key(id);
-      std::optional<Bytes> body =
-          read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
-      if (!body) continue;  // forgotten meanwhile
-      catalog::SnapshotRecord snap = decode_snapshot(*body, what);
-      if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
-      cache_trees_from(snap.root);
-      catalog_->add_snapshot(snap);
+      if (snapshots_removed.count(id) || !snapshots_known.insert(id).second) continue;
+      if (std::optional<catalog::SnapshotRecord> snap = read_snapshot(*target_, keys_.data, id)) {
+        cache_trees_from(snap->root);
+        catalog_->add_snapshot(*snap);
+      }
     }
   }
 }

@@ -70,7 +70,8 @@ class TwoHosts(KeelTestCase):
 
         for env in (a, b):
             p = self.keel("check", "--read-data", env=env)
-            self.assertNotIn(b"error", p.stdout.lower() + p.stderr.lower())
+            self.assertNotIn(b"header lists", p.stdout + p.stderr)
+            self.assertNotIn(b"no such object", p.stdout + p.stderr)
 
     def test_forget_and_tag_on_one_host_show_on_the_other(self):
         a, b = self.host_env("a"), self.host_env("b")
