@@ -31,7 +31,6 @@ int cmd_tag(App& app, const Args& args) {
   if (!change.set && add.empty() && remove.empty()) throw Error(ErrorKind::kUsage, "give --add, --remove or --set");
 
   auto repo = app.open_repository();
-  repo->sync_catalog();  // another host may have retagged or forgotten them
   std::vector<catalog::SnapshotRecord> snapshots;
   for (const std::string& spec : specs) snapshots.push_back(repo->find_snapshot(spec));
   Json j;

@@ -112,6 +112,7 @@ class BackupRun : public SourceSink {
 
   size_t peak_buffered() { return chunk_budget_.peak() + part_budget_.peak(); }
   std::vector<SkippedItem> take_skipped() { return std::move(skipped_); }
+  std::vector<LoggedPack> take_committed_packs() { return packs_.take_committed(); }
 
   void enter_dir(const NodeMeta& dir) override {
     check_cancel();
@@ -392,8 +393,9 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   Lease running(repo.target(), repo.keys().data, kRunningPrefix, LeaseOptions::for_access(options.append_only));
   // Index packs an interrupted run (or another host) left on the target, so
   // this run reuses them instead of uploading their chunks again, and learn
-  // which packs prune condemned or deleted.
-  repo.sync_catalog();
+  // which packs prune condemned or deleted (the repository was opened with
+  // the log followed; again now that the lease is there).
+  repo.follow_log();
   // Uploads a crashed run left open; a day's age keeps concurrent runs' safe.
   // Aborting is a DELETE: append-only access leaves them to the owner's prune.
   if (!options.append_only) repo.target().remove_stale_uploads(std::chrono::hours(24));
@@ -432,7 +434,7 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   snap.stats.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
   running.check_held();
-  repo.save_snapshot(snap);
+  repo.save_snapshot(snap, run.take_committed_packs());
   result.skipped = run.take_skipped();
   result.peak_buffered_bytes = run.peak_buffered();
   if (options.copy_catalog) {

@@ -12,19 +12,6 @@ namespace {
 
 constexpr std::string_view kCondemnationMagic = "KEELCDM1";
 
-void encode_ids(Encoder& e, const std::vector<Id>& ids) {
-  e.varint(ids.size());
-  for (const Id& id : ids) e.id(id);
-}
-
-std::vector<Id> decode_ids(Decoder& d) {
-  uint64_t n = d.varint();
-  if (n > d.remaining() / Id::kSize) d.fail("id count exceeds the record");
-  std::vector<Id> ids(n);
-  for (Id& id : ids) id = d.id();
-  return ids;
-}
-
 Bytes encode_condemnation(const Condemnation& c) {
   Encoder e;
   e.u8(1);

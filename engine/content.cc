@@ -4,6 +4,7 @@
 #include <optional>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "engine/adaptive_limit.h"
 #include "engine/blob_codec.h"
@@ -80,7 +81,16 @@ Bytes Content::read(const Id& blob) {
   std::optional<catalog::BlobLocation> loc = index_.find_blob(blob);
   if (!loc) throw Error(ErrorKind::kNotFound, "blob " + blob.short_hex() + " is not in the index of " + target_.describe());
   Bytes sealed(loc->blob.stored_length);
-  fetch(target_, loc->pack, loc->blob.offset, sealed);
+  try {
+    fetch(target_, loc->pack, loc->blob.offset, sealed);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNotFound) throw;
+    std::optional<catalog::BlobLocation> moved = relocate(loc->pack, std::span<const Id>(&blob, 1), blob);
+    if (!moved) throw;
+    loc = moved;
+    sealed.resize(loc->blob.stored_length);
+    fetch(target_, loc->pack, loc->blob.offset, sealed);
+  }
   Bytes raw, scratch;
   open_checked(key_, target_, loc->pack, loc->blob, checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw,
                scratch);
@@ -111,7 +121,11 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
     try {
       fetch(target_, range.pack, range.offset, std::span<uint8_t>(buf.get(), range.length));
     } catch (const Error& e) {
-      for (size_t i : range.blobs) sink.fail(i, e);
+      if (e.kind() == ErrorKind::kNotFound) {
+        read_relocated(range, blobs, options.form, sink, e);
+      } else {
+        for (size_t i : range.blobs) sink.fail(i, e);
+      }
       return;
     }
     bytes_read += range.length;
@@ -154,6 +168,46 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
   stats.peak_readers = limit.peak_limit();
   stats.bytes_read = bytes_read;
   return stats;
+}
+
+std::optional<catalog::BlobLocation> Content::relocate(const Id& missing_pack, std::span<const Id> blobs,
+                                                      const Id& blob) {
+  if (!on_pack_missing_) return std::nullopt;
+  on_pack_missing_(missing_pack, blobs);
+  std::optional<catalog::BlobLocation> loc = index_.find_blob(blob);
+  if (!loc || loc->pack == missing_pack) return std::nullopt;
+  return loc;
+}
+
+void Content::read_relocated(const PackRange& range, std::span<const catalog::BlobLocation> blobs, BlobForm form,
+                             BlobSink& sink, const Error& missing) {
+  std::vector<Id> ids;
+  for (size_t i : range.blobs) ids.push_back(blobs[i].blob.id);
+  Bytes sealed, raw, scratch;
+  for (size_t n = 0; n < ids.size(); ++n) {
+    size_t i = range.blobs[n];
+    // The hook runs once per range: the blobs after the first find the index already updated.
+    std::optional<catalog::BlobLocation> loc =
+        n == 0 ? relocate(range.pack, ids, ids[0]) : index_.find_blob(ids[n]);
+    if (!loc || loc->pack == range.pack) {
+      sink.fail(i, missing);
+      continue;
+    }
+    ByteView out;
+    try {
+      sealed.resize(loc->blob.stored_length);
+      fetch(target_, loc->pack, loc->blob.offset, sealed);
+      out = checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset);
+      if (form == BlobForm::kOpened) {
+        open_checked(key_, target_, loc->pack, loc->blob, out, raw, scratch);
+        out = raw;
+      }
+    } catch (const Error& e) {
+      sink.fail(i, e);
+      continue;
+    }
+    sink.deliver(i, out);
+  }
 }
 
 PackScrub Content::scrub(const catalog::PackRecord& pack) {
@@ -231,8 +285,17 @@ void ContentWriter::flush() {
 
 void ContentWriter::commit(const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs) {
   index_.add_pack(pack, blobs);
+  {
+    std::lock_guard lock(committed_mutex_);
+    committed_.push_back(LoggedPack{catalog::PackRecord{pack.id, pack.size, {}, pack.created_unix, {}}, blobs});
+  }
   ++packs_committed_;
   pack_bytes_committed_ += pack.size;
+}
+
+std::vector<LoggedPack> ContentWriter::take_committed() {
+  std::lock_guard lock(committed_mutex_);
+  return std::exchange(committed_, {});
 }
 
 }  // namespace keel::engine

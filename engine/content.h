@@ -14,11 +14,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "catalog/pack_index.h"
+#include "engine/change_log.h"
 #include "engine/crypto.h"
 #include "engine/pack.h"
 #include "targets/target.h"
@@ -99,11 +103,26 @@ class Content {
 
   targets::Target& target() { return target_; }
 
+  // Called when a read finds a pack gone from the target (another host's
+  // prune deleted it): brings the index up to date so that the read can be
+  // tried again from the blobs' other locations. May be called from reader
+  // threads at once.
+  using PackMissing = std::function<void(const Id& pack, std::span<const Id> blobs)>;
+  void on_pack_missing(PackMissing fn) { on_pack_missing_ = std::move(fn); }
+
  private:
   friend class ContentWriter;
+  // The blob's current location after its pack was found missing, if the
+  // index now has it elsewhere.
+  std::optional<catalog::BlobLocation> relocate(const Id& missing_pack, std::span<const Id> blobs, const Id& blob);
+  // The blobs of a range whose pack is gone, each from where the index has it now.
+  void read_relocated(const PackRange& range, std::span<const catalog::BlobLocation> blobs, BlobForm form,
+                      BlobSink& sink, const Error& missing);
+
   targets::Target& target_;
   const Key256& key_;
   catalog::PackIndex& index_;
+  PackMissing on_pack_missing_;
 };
 
 // Stores sealed blobs in packs (data and tree blobs in packs of their own)
@@ -120,6 +139,9 @@ class ContentWriter {
 
   uint64_t packs_committed() const { return packs_committed_; }
   uint64_t pack_bytes_committed() const { return pack_bytes_committed_; }
+  // The packs committed since the last call, with their blobs: what the
+  // change log entry of the command that wrote them names.
+  std::vector<LoggedPack> take_committed();
 
  private:
   void commit(const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs);
@@ -127,6 +149,8 @@ class ContentWriter {
   catalog::PackIndex& index_;
   std::atomic<uint64_t> packs_committed_{0};
   std::atomic<uint64_t> pack_bytes_committed_{0};
+  std::mutex committed_mutex_;
+  std::vector<LoggedPack> committed_;
   PackWriter data_;
   PackWriter trees_;
 };

@@ -105,14 +105,17 @@ std::vector<ForgetDecision> plan_forget(std::vector<catalog::SnapshotRecord> sna
 std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& selection, const RetentionPolicy& policy,
                                    GroupBy group_by, bool dry_run) {
   // Snapshots other hosts wrote count too: the policy applies to the whole history.
-  repo.sync_catalog();
+  repo.follow_log();
   std::vector<ForgetDecision> decisions = plan_forget(repo.catalog().list_snapshots(), selection, policy, group_by);
   if (dry_run) return decisions;
+  ChangeLogEntry removed;
   for (const ForgetDecision& d : decisions) {
     if (d.keep) continue;
     repo.target().remove(snapshot_key(d.snapshot.id));
     repo.catalog().remove_snapshot(d.snapshot.id);
+    removed.snapshots_removed.push_back(d.snapshot.id);
   }
+  repo.log_changes(removed);
   return decisions;
 }
 

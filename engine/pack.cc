@@ -6,6 +6,31 @@
 #include "util/error.h"
 
 namespace keel::engine {
+
+void encode_blob_record(Encoder& e, const catalog::BlobRecord& b) {
+  e.u8(static_cast<uint8_t>(b.type));
+  e.id(b.id);
+  e.varint(b.offset);
+  e.varint(b.stored_length);
+  e.varint(b.raw_length);
+  e.u64(b.xxh3);
+}
+
+catalog::BlobRecord decode_blob_record(Decoder& d) {
+  catalog::BlobRecord b;
+  uint8_t type = d.u8();
+  if (type > static_cast<uint8_t>(catalog::BlobType::kTree)) d.fail("unknown blob type");
+  b.type = static_cast<catalog::BlobType>(type);
+  b.id = d.id();
+  b.offset = d.varint();
+  uint64_t stored = d.varint(), raw = d.varint();
+  if (stored > UINT32_MAX || raw > UINT32_MAX) d.fail("blob " + b.id.short_hex() + " has a length out of range");
+  b.stored_length = static_cast<uint32_t>(stored);
+  b.raw_length = static_cast<uint32_t>(raw);
+  b.xxh3 = d.u64();
+  return b;
+}
+
 namespace {
 
 constexpr uint32_t kPackVersion = 1;
@@ -18,14 +43,7 @@ constexpr uint32_t kMaxHeaderSize = 64u << 20;
 Bytes encode_header(const std::vector<catalog::BlobRecord>& blobs) {
   Encoder e;
   e.varint(blobs.size());
-  for (const catalog::BlobRecord& b : blobs) {
-    e.u8(static_cast<uint8_t>(b.type));
-    e.id(b.id);
-    e.varint(b.offset);
-    e.varint(b.stored_length);
-    e.varint(b.raw_length);
-    e.u64(b.xxh3);
-  }
+  for (const catalog::BlobRecord& b : blobs) encode_blob_record(e, b);
   return e.take();
 }
 
@@ -35,18 +53,10 @@ std::vector<catalog::BlobRecord> decode_header(ByteView body, uint64_t blob_regi
   if (n > d.remaining() / 40) d.fail("blob count exceeds the header");
   std::vector<catalog::BlobRecord> blobs(n);
   for (catalog::BlobRecord& b : blobs) {
-    uint8_t type = d.u8();
-    if (type > static_cast<uint8_t>(catalog::BlobType::kTree)) d.fail("unknown blob type");
-    b.type = static_cast<catalog::BlobType>(type);
-    b.id = d.id();
-    b.offset = d.varint();
-    uint64_t stored = d.varint(), raw = d.varint();
-    if (stored > UINT32_MAX || raw > UINT32_MAX || b.offset + stored > blob_region_end) {
+    b = decode_blob_record(d);
+    if (b.offset + b.stored_length > blob_region_end || b.offset > blob_region_end) {
       d.fail("blob " + b.id.short_hex() + " lies outside the pack");
     }
-    b.stored_length = static_cast<uint32_t>(stored);
-    b.raw_length = static_cast<uint32_t>(raw);
-    b.xxh3 = d.u64();
   }
   d.expect_done();
   return blobs;

@@ -20,6 +20,7 @@
 #include "engine/crypto.h"
 #include "targets/target.h"
 #include "util/checksum.h"
+#include "util/codec.h"
 #include "util/thread_pool.h"
 
 namespace keel::engine {
@@ -27,6 +28,11 @@ namespace keel::engine {
 constexpr size_t kPackTrailerSize = 16;
 
 std::string pack_key(const Id& pack);  // "packs/3f/3fa2..."
+
+// One header record (type byte, id, offset, stored and raw length, XXH3-64),
+// as pack headers and change-log entries store it.
+void encode_blob_record(Encoder& e, const catalog::BlobRecord& b);
+catalog::BlobRecord decode_blob_record(Decoder& d);
 
 // Reads and opens the header of a pack of `pack_size` bytes.
 std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,

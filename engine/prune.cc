@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "engine/change_log.h"
 #include "engine/condemnation.h"
 #include "engine/live_blobs.h"
 #include "engine/content.h"
@@ -66,6 +67,7 @@ class PruneRun {
     }
     settle();
     if (!options_.dry_run) {
+      compact_log();
       std::chrono::seconds min_age = std::max(options_.grace, running_.empty() ? kStaleUploadIdle : kStaleUploadBusy);
       result_.stale_uploads_removed = repo_.target().remove_stale_uploads(min_age);
     }
@@ -161,6 +163,11 @@ class PruneRun {
       for (size_t i : *set) record.packs.push_back(packs_[i].id);
     }
     put_condemnation(repo_.target(), repo_.keys().data, record);
+    // Logged before the leases are listed: a backup whose lease this run
+    // does not see reads the log after this entry is there.
+    ChangeLogEntry logged;
+    logged.condemnations_changed = true;
+    repo_.log_changes(logged);
     repo_.catalog().transaction([&] {
       for (const Id& pack : record.packs) repo_.catalog().set_condemned(pack, record.condemned_unix);
     });
@@ -222,6 +229,9 @@ class PruneRun {
       repo_.content().read(blobs, plan_reads(blobs, kRepackGap, kRepackRead), read_options, copier);
     }
     writer.flush();
+    ChangeLogEntry logged;
+    logged.packs_added = writer.take_committed();
+    repo_.log_changes(logged);
     result_.packs_written = writer.packs_committed();
     result_.bytes_written = writer.pack_bytes_committed();
   }
@@ -251,6 +261,7 @@ class PruneRun {
     std::map<Id, catalog::PackRecord> packs;
     for (catalog::PackRecord& p : repo_.catalog().list_packs()) packs.emplace(p.id, std::move(p));
     int64_t now = options_.clock();
+    ChangeLogEntry logged;
     for (Condemnation& record : records) {
       check_cancel();
       bool changed = !record.running_backups.has_value();
@@ -279,8 +290,10 @@ class PruneRun {
           ++result_.packs_deleted;
           result_.bytes_deleted += pack.size;
           if (!options_.dry_run) {
+            find_relocated(pack, logged.relocated);
             repo_.target().remove(pack_key(pack.id));
             repo_.catalog().remove_pack(pack.id);
+            logged.packs_removed.push_back(pack.id);
           }
           changed = true;
         } else {
@@ -298,7 +311,40 @@ class PruneRun {
       } else {
         put_condemnation(repo_.target(), repo_.keys().data, record);
       }
+      logged.condemnations_changed = true;
     }
+    if (!options_.dry_run) repo_.log_changes(logged);
+  }
+
+  // The live blobs of a pack about to be deleted that this catalog indexes
+  // in another pack (stored twice, by concurrent backups): a catalog that
+  // indexed them in this one learns from the log where they live on.
+  void find_relocated(const catalog::PackRecord& pack, std::vector<catalog::BlobLocation>& relocated) {
+    std::vector<catalog::BlobRecord> header;
+    try {
+      header = read_pack_header(repo_.target(), repo_.keys().data, pack.id, pack.size);
+    } catch (const Error&) {
+      return;  // unreadable: nothing to tell (check reports it)
+    }
+    std::vector<Id> ids;
+    for (const catalog::BlobRecord& b : header) {
+      if (live_->live(b.id)) ids.push_back(b.id);
+    }
+    for (std::optional<catalog::BlobLocation>& loc : repo_.catalog().find_blobs(ids)) {
+      if (loc && loc->pack != pack.id) relocated.push_back(std::move(*loc));
+    }
+  }
+
+  // Log entries older than the retention go; the entry naming them comes
+  // first, so a catalog that had not applied one of them syncs in full.
+  void compact_log() {
+    int64_t cut_ns = (options_.clock() - static_cast<int64_t>(options_.log_retention.count())) * 1'000'000'000;
+    ChangeLogEntry compaction;
+    for (const std::string& key : list_log_keys(repo_.target())) {
+      if (*log_key_time(key) < cut_ns) compaction.entries_compacted.push_back(key);
+    }
+    repo_.log_changes(compaction);
+    for (const std::string& key : compaction.entries_compacted) repo_.target().remove(key);
   }
 
   // A dry run condemns nothing, so it judges the packs it would condemn as

@@ -41,6 +41,9 @@ struct PruneOptions {
   uint64_t max_repack = std::numeric_limits<uint64_t>::max();  // bytes of packs repacked in one run
   bool dry_run = false;                   // decide and report, change nothing
   UnixClock clock = unix_now;             // tests move time
+  // Change-log entries older than this are compacted (engine/change_log.h):
+  // a catalog that has not synced since then syncs in full once.
+  std::chrono::seconds log_retention{24 * 3600};
   const std::atomic<bool>* cancel = nullptr;
   // Chunks that something other than snapshots still needs (the gateway's
   // objects in dedupe buckets): live like a snapshot's. Asked when marking

@@ -21,6 +21,34 @@ constexpr std::string_view kSnapshotMagic = "KEELSNP1";
 constexpr std::string_view kConfigKey = "config";
 // Associated data for the config box: it has no id of its own.
 constexpr std::string_view kConfigAad = "keel config";
+// Catalog meta: the change-log keys this catalog has applied, one a line;
+// absent until a full sync gave it a starting point.
+constexpr std::string_view kLogAppliedMeta = "log_applied";
+
+// Set while this thread syncs the catalog: a read inside the sync that finds
+// a pack gone must not start another sync.
+thread_local bool syncing = false;
+
+struct SyncScope {
+  bool outer = !syncing;
+  SyncScope() { syncing = true; }
+  ~SyncScope() { syncing = !outer; }
+};
+
+// When each condemned pack was first condemned, from every record on the target.
+std::map<Id, int64_t> condemned_packs(targets::Target& target, const Key256& key) {
+  std::map<Id, int64_t> condemned;
+  for (const Condemnation& record : list_condemnations(target, key)) {
+    for (const Id& pack : record.packs) condemned.emplace(pack, record.condemned_unix);  // earliest first
+  }
+  return condemned;
+}
+
+std::optional<int64_t> condemned_since(const std::map<Id, int64_t>& condemned, const Id& pack) {
+  auto it = condemned.find(pack);
+  if (it == condemned.end()) return std::nullopt;
+  return it->second;
+}
 
 Bytes encode_config(const RepoConfig& c) {
   Encoder e;
@@ -96,6 +124,16 @@ catalog::SnapshotRecord decode_snapshot(ByteView body, const std::string& what) 
   return s;
 }
 
+// Snapshot `id` from the target; nullopt if it is gone (forgotten meanwhile).
+std::optional<catalog::SnapshotRecord> read_snapshot(targets::Target& target, const Key256& key, const Id& id) {
+  std::string what = target.describe() + "/" + snapshot_key(id);
+  std::optional<Bytes> body = read_object(target, snapshot_key(id), kSnapshotMagic, "snapshot", key, id.view(), what);
+  if (!body) return std::nullopt;
+  catalog::SnapshotRecord snap = decode_snapshot(*body, what);
+  if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
+  return snap;
+}
+
 std::string username() {
   const char* u = std::getenv("USER");
   return u ? u : "";
@@ -129,6 +167,7 @@ void Repository::open_catalog(const std::string& path) {
   catalog_path_ = path.empty() ? default_catalog_path(config_.repository_id) : path;
   catalog_ = catalog_path_ == kInMemoryCatalog ? catalog::Catalog::open_in_memory() : catalog::Catalog::open(catalog_path_);
   content_ = std::make_unique<Content>(*target_, keys_.data, *catalog_);
+  content_->on_pack_missing([this](const Id& pack, std::span<const Id> blobs) { recover_missing_pack(pack, blobs); });
   std::string repo_id = config_.repository_id.hex();
   std::optional<std::string> known = catalog_->get_meta("repository_id");
   if (known && *known != repo_id) {
@@ -203,7 +242,7 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
   repo->open_catalog(options.catalog_path);
-  if (repo->catalog().list_snapshots().empty() && repo->catalog().blob_count() == 0) repo->sync_catalog();
+  repo->follow_log();
   return repo;
 }
 
@@ -216,9 +255,13 @@ Tree Repository::load_tree(const Id& id) {
   return tree;
 }
 
-void Repository::save_snapshot(const catalog::SnapshotRecord& snapshot) {
+void Repository::save_snapshot(const catalog::SnapshotRecord& snapshot, std::vector<LoggedPack> packs) {
   target_->put(snapshot_key(snapshot.id), seal_object(kSnapshotMagic, keys_.data, encode_snapshot(snapshot), snapshot.id.view()));
   catalog_->add_snapshot(snapshot);
+  ChangeLogEntry entry;
+  entry.packs_added = std::move(packs);
+  entry.snapshots_added.push_back(snapshot.id);
+  log_changes(entry);
 }
 
 catalog::SnapshotRecord Repository::find_snapshot(std::string_view spec) {
@@ -260,6 +303,16 @@ void Repository::cache_trees_from(const Id& root) {
 }
 
 size_t Repository::sync_catalog() {
+  SyncScope scope;
+  // The log first: each entry listed now names objects that were on the
+  // target before it, so the full listing below covers them all.
+  std::vector<std::string> log = list_log_keys(*target_);
+  size_t added = sync_with_listing();
+  remember_log(log);
+  return added;
+}
+
+size_t Repository::sync_with_listing() {
   // Only what the catalog held before looking may be dropped as gone: every
   // object is on the target before any catalog has it, and another process
   // may add to this catalog meanwhile.
@@ -276,15 +329,7 @@ size_t Repository::sync_catalog() {
   target_->list("packs/", [&](const targets::ObjectInfo& o) {
     if (std::optional<Id> id = id_from_key(o.key)) packs_on_target[*id] = o.size;
   });
-  std::map<Id, int64_t> condemned;
-  for (const Condemnation& record : list_condemnations(*target_, keys_.data)) {
-    for (const Id& pack : record.packs) condemned.emplace(pack, record.condemned_unix);  // earliest first
-  }
-  auto condemned_since = [&](const Id& pack) -> std::optional<int64_t> {
-    auto it = condemned.find(pack);
-    if (it == condemned.end()) return std::nullopt;
-    return it->second;
-  };
+  std::map<Id, int64_t> condemned = condemned_packs(*target_, keys_.data);
 
   // Forgotten snapshots and deleted packs (prune) leave the catalog.
   std::set<Id> snapshots_present(snapshots_on_target.begin(), snapshots_on_target.end());
@@ -294,8 +339,8 @@ size_t Repository::sync_catalog() {
   for (const auto& [id, since] : known_packs) {
     if (!packs_on_target.count(id)) {
       catalog_->remove_pack(id);
-    } else if (since != condemned_since(id)) {
-      catalog_->set_condemned(id, condemned_since(id));
+    } else if (since != condemned_since(condemned, id)) {
+      catalog_->set_condemned(id, condemned_since(condemned, id));
     }
   }
 
@@ -306,22 +351,155 @@ size_t Repository::sync_catalog() {
     std::vector<catalog::BlobRecord> blobs = read_pack_header(*target_, keys_.data, id, size);
     // The whole-pack checksum is unknown until the pack is read in full;
     // blob checksums (from the authenticated header) still guard every byte.
-    catalog_->add_pack(catalog::PackRecord{id, size, {}, static_cast<int64_t>(std::time(nullptr)), condemned_since(id)},
-                       blobs);
+    catalog_->add_pack(
+        catalog::PackRecord{id, size, {}, static_cast<int64_t>(std::time(nullptr)), condemned_since(condemned, id)}, blobs);
     ++added;
   }
 
   for (const Id& id : snapshots_on_target) {
     if (known_snapshots.count(id)) continue;
-    std::string what = target_->describe() + "/" + snapshot_key(id);
-    std::optional<Bytes> body = read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
-    if (!body) continue;  // forgotten meanwhile
-    catalog::SnapshotRecord snap = decode_snapshot(*body, what);
-    if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
-    cache_trees_from(snap.root);
-    catalog_->add_snapshot(snap);
+    if (std::optional<catalog::SnapshotRecord> snap = read_snapshot(*target_, keys_.data, id)) {
+      cache_trees_from(snap->root);
+      catalog_->add_snapshot(*snap);
+    }
   }
   return added;
+}
+
+void Repository::follow_log() {
+  SyncScope scope;
+  std::vector<std::string> listed = list_log_keys(*target_);
+  std::optional<std::string> state = catalog_->get_meta(kLogAppliedMeta);
+  auto full_sync = [&] {
+    sync_with_listing();
+    remember_log(listed);
+  };
+  if (!state) return full_sync();  // never followed the log: no starting point
+  std::set<std::string> applied;
+  for (size_t pos = 0; pos < state->size();) {
+    size_t end = std::min(state->find('\n', pos), state->size());
+    applied.insert(state->substr(pos, end - pos));
+    pos = end + 1;
+  }
+  std::set<std::string> present(listed.begin(), listed.end());
+  std::vector<ChangeLogEntry> fresh;
+  for (const std::string& key : listed) {
+    if (applied.count(key)) continue;
+    std::optional<ChangeLogEntry> entry = read_log_entry(*target_, keys_.data, key);
+    if (!entry) return full_sync();  // compacted since it was listed
+    for (const std::string& gone : entry->entries_compacted) {
+      // A compaction removed an entry this catalog never applied.
+      if (!applied.count(gone) && !present.count(gone)) return full_sync();
+    }
+    fresh.push_back(std::move(*entry));
+  }
+  if (!fresh.empty()) apply_log(fresh);
+  if (!fresh.empty() || applied.size() != listed.size()) remember_log(listed);
+}
+
+void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
+  // Ids are never reused, so the entries apply as sets, in any order:
+  // removals win over additions, and a pack removed drops its blobs before
+  // the packs added (or the relocations) index them again.
+  std::set<Id> packs_removed, snapshots_removed;
+  bool packs_added = false, condemnations_changed = false;
+  for (const ChangeLogEntry& e : entries) {
+    packs_removed.insert(e.packs_removed.begin(), e.packs_removed.end());
+    snapshots_removed.insert(e.snapshots_removed.begin(), e.snapshots_removed.end());
+    packs_added = packs_added || !e.packs_added.empty();
+    condemnations_changed = condemnations_changed || e.condemnations_changed;
+  }
+  for (const Id& pack : packs_removed) {
+    if (catalog_->has_pack(pack)) catalog_->remove_pack(pack);
+  }
+  // A pack added may have been condemned since (and new copies of blobs
+  // move out of condemned packs), so condemnations are read before adding.
+  std::map<Id, int64_t> condemned;
+  if (packs_added || condemnations_changed) {
+    condemned = condemned_packs(*target_, keys_.data);
+    for (const catalog::PackRecord& p : catalog_->list_packs()) {
+      if (p.condemned_unix != condemned_since(condemned, p.id)) catalog_->set_condemned(p.id, condemned_since(condemned, p.id));
+    }
+  }
+  for (const ChangeLogEntry& e : entries) {
+    for (const LoggedPack& p : e.packs_added) {
+      if (packs_removed.count(p.pack.id) || catalog_->has_pack(p.pack.id)) continue;
+      catalog::PackRecord record = p.pack;
+      record.condemned_unix = condemned_since(condemned, record.id);
+      catalog_->add_pack(record, p.blobs);
+    }
+  }
+  std::map<Id, catalog::PackRecord> known;
+  for (const ChangeLogEntry& e : entries) {
+    for (const catalog::BlobLocation& loc : e.relocated) {
+      if (catalog_->find_blob(loc.blob.id)) continue;
+      if (known.empty()) {
+        for (catalog::PackRecord& p : catalog_->list_packs()) known.emplace(p.id, std::move(p));
+      }
+      auto it = known.find(loc.pack);
+      if (it != known.end()) catalog_->add_pack(it->second, std::span<const catalog::BlobRecord>(&loc.blob, 1));
+    }
+  }
+  std::set<Id> snapshots_known;
+  for (const catalog::SnapshotRecord& s : catalog_->list_snapshots()) snapshots_known.insert(s.id);
+  for (const Id& id : snapshots_removed) {
+    if (snapshots_known.count(id)) catalog_->remove_snapshot(id);
+  }
+  for (const ChangeLogEntry& e : entries) {
+    for (const Id& id : e.snapshots_added) {
+      if (snapshots_removed.count(id) || !snapshots_known.insert(id).second) continue;
+      if (std::optional<catalog::SnapshotRecord> snap = read_snapshot(*target_, keys_.data, id)) {
+        cache_trees_from(snap->root);
+        catalog_->add_snapshot(*snap);
+      }
+    }
+  }
+}
+
+void Repository::remember_log(const std::vector<std::string>& keys) {
+  std::string state;
+  for (const std::string& key : keys) state += (state.empty() ? "" : "\n") + key;
+  catalog_->set_meta(kLogAppliedMeta, state);
+}
+
+void Repository::log_changes(const ChangeLogEntry& changes) {
+  if (changes.empty()) return;
+  std::string key = put_log_entry(*target_, keys_.data, changes);
+  // This catalog holds the changes already; other entries it has not seen
+  // stay unapplied until the next sync.
+  if (std::optional<std::string> state = catalog_->get_meta(kLogAppliedMeta)) {
+    catalog_->set_meta(kLogAppliedMeta, state->empty() ? key : *state + "\n" + key);
+  }
+}
+
+void Repository::recover_missing_pack(const Id& pack, std::span<const Id> blobs) {
+  if (syncing) return;  // the sync under way brings the catalog up to date
+  std::lock_guard lock(recover_mutex_);
+  if (recovered_packs_.insert(pack).second) {
+    follow_log();
+    if (catalog_->has_pack(pack)) sync_catalog();  // the log did not say: the full listing will
+  }
+  // Blobs indexed only in the gone pack may also be in packs this catalog
+  // knows (stored twice by concurrent backups, whose first copy it kept):
+  // their headers say. Each header is read once per process.
+  std::set<Id> lost;
+  for (const Id& blob : blobs) {
+    if (!catalog_->find_blob(blob)) lost.insert(blob);
+  }
+  if (lost.empty()) return;
+  for (const catalog::PackRecord& p : catalog_->list_packs()) {
+    if (!reread_packs_.insert(p.id).second) continue;
+    std::vector<catalog::BlobRecord> header;
+    try {
+      header = read_pack_header(*target_, keys_.data, p.id, p.size);
+    } catch (const Error&) {
+      continue;  // damaged or gone too: check reports it
+    }
+    bool holds = false;
+    for (const catalog::BlobRecord& b : header) holds = lost.erase(b.id) > 0 || holds;
+    if (holds) catalog_->add_pack(p, header);
+    if (lost.empty()) return;
+  }
 }
 
 void Repository::rebuild_catalog() {

@@ -5,15 +5,20 @@
 //   keys/<id>           key slots: the master keys wrapped by a password (scrypt)
 //   packs/<xx>/<id>     packs of data and tree blobs (see pack.h)
 //   snapshots/<id>      snapshot records
+//   log/<time>-<random> the change log: what each command added or removed (change_log.h)
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "catalog/catalog.h"
+#include "engine/change_log.h"
 #include "engine/chunker.h"
 #include "engine/compress.h"
 #include "engine/content.h"
@@ -67,15 +72,24 @@ class Repository {
   // Stores a tree's body in the catalog (the caller stores the blob).
   void cache_tree(const Id& id, ByteView body) { catalog_->put_tree(id, body); }
 
-  // Snapshots: written to the target first, then to the catalog.
-  void save_snapshot(const catalog::SnapshotRecord& snapshot);
+  // Snapshots: written to the target first, then logged with the packs
+  // the snapshot needs that this process wrote (`packs`), then to the catalog.
+  void save_snapshot(const catalog::SnapshotRecord& snapshot, std::vector<LoggedPack> packs = {});
   // "latest", or a unique prefix of an id (4+ hex digits). Throws kNotFound.
   catalog::SnapshotRecord find_snapshot(std::string_view spec);
 
   // Brings the catalog up to date with the target: indexes packs and
   // snapshots it does not know yet (from an interrupted run, another host,
   // or a lost catalog) and caches their trees. Returns the packs added.
+  // Lists every pack, snapshot and condemnation: see follow_log.
   size_t sync_catalog();
+  // The cheap sync every command does when it opens the repository: applies
+  // the change-log entries (change_log.h) this catalog has not applied yet,
+  // reading only log/ and those entries; falls back to sync_catalog where
+  // it cannot be sure that the log tells it everything.
+  void follow_log();
+  // Appends a log entry naming `changes` (after they are on the target).
+  void log_changes(const ChangeLogEntry& changes);
   // Drops everything rebuildable from the catalog and reads it back.
   void rebuild_catalog();
 
@@ -89,6 +103,10 @@ class Repository {
   Repository(std::unique_ptr<targets::Target> target, RepoConfig config, MasterKeys keys, Id slot);
   void open_catalog(const std::string& path);
   void cache_trees_from(const Id& root);
+  size_t sync_with_listing();
+  void apply_log(const std::vector<ChangeLogEntry>& entries);
+  void remember_log(const std::vector<std::string>& keys);
+  void recover_missing_pack(const Id& pack, std::span<const Id> blobs);
 
   std::unique_ptr<targets::Target> target_;
   RepoConfig config_;
@@ -97,6 +115,9 @@ class Repository {
   std::string catalog_path_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<Content> content_;
+  std::mutex recover_mutex_;
+  std::set<Id> recovered_packs_;  // missing packs already synced for
+  std::set<Id> reread_packs_;     // packs whose headers were read again for lost blobs
 };
 
 std::string snapshot_key(const Id& snapshot);

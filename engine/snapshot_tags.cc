@@ -25,6 +25,9 @@ catalog::SnapshotRecord retag_snapshot(Repository& repo, const catalog::Snapshot
   repo.save_snapshot(retagged);  // the new record first: a crash leaves both, never neither
   repo.target().remove(snapshot_key(snapshot.id));
   repo.catalog().remove_snapshot(snapshot.id);
+  ChangeLogEntry removed;
+  removed.snapshots_removed.push_back(snapshot.id);
+  repo.log_changes(removed);
   return retagged;
 }
 

@@ -88,6 +88,19 @@ void Decoder::expect_done() const {
   if (!done()) fail(std::to_string(remaining()) + " trailing bytes");
 }
 
+void encode_ids(Encoder& e, const std::vector<Id>& ids) {
+  e.varint(ids.size());
+  for (const Id& id : ids) e.id(id);
+}
+
+std::vector<Id> decode_ids(Decoder& d) {
+  uint64_t n = d.varint();
+  if (n > d.remaining() / Id::kSize) d.fail("id count exceeds the record");
+  std::vector<Id> ids(n);
+  for (Id& id : ids) id = d.id();
+  return ids;
+}
+
 Bytes encode_strings(const std::vector<std::string>& strings) {
   Encoder e;
   e.varint(strings.size());

@@ -59,6 +59,11 @@ class Decoder {
   std::string what_;
 };
 
+// A list of ids: varint count, then each id. decode_ids throws
+// Error(kIntegrity) if the count exceeds the bytes left.
+void encode_ids(Encoder& e, const std::vector<Id>& ids);
+std::vector<Id> decode_ids(Decoder& d);
+
 // A list of strings as one record: varint count, then each string. Strings
 // may hold any byte (file paths), so no separator would do.
 Bytes encode_strings(const std::vector<std::string>& strings);
