@@ -89,8 +89,12 @@ class SnapshotCopier {
     return id;
   }
 
-  // Waits until every pack is committed to the destination's index.
-  void flush() { writer_.flush(); }
+  // Waits until every pack is committed to the destination's index; returns
+  // the packs committed since the last call (for the change log).
+  std::vector<LoggedPack> flush() {
+    writer_.flush();
+    return writer_.take_committed();
+  }
 
   void add_to(CopyResult& result) const {
     result.chunks_read = progress_.chunks_read;
@@ -272,9 +276,9 @@ CopyResult copy_snapshots(Repository& from, Repository& to, const CopyOptions& o
       auto parent = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.id == *s.parent; });
       if (parent != all.end() && copy_of(*parent)) record.parent = copy_snapshot_id(from, to, *s.parent);
     }
-    copier->flush();
+    std::vector<LoggedPack> packs = copier->flush();
     running->check_held();
-    to.save_snapshot(record);
+    to.save_snapshot(record, std::move(packs));
     ++progress.snapshots_done;
     result.snapshots.push_back(std::move(done));
   }
