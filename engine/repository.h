@@ -7,6 +7,7 @@
 //   snapshots/<id>      snapshot records
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct OpenOptions {
   // Where the catalog lives; empty: $XDG_DATA_HOME/keel/<repository id>/catalog.db;
   // kInMemoryCatalog: in memory, gone when the repository closes (tests).
   std::string catalog_path;
+  // Receives warnings about damage the repository works around (a damaged
+  // snapshot skipped, a corrupt catalog moved aside); unset: kept in
+  // Repository::warnings() only.
+  std::function<void(const std::string&)> on_warning;
 };
 
 class Repository {
@@ -68,15 +73,25 @@ class Repository {
 
   // Snapshots: written to the target first, then to the catalog.
   void save_snapshot(const catalog::SnapshotRecord& snapshot);
+  // The snapshot record on the target, authenticated; nullopt if it is not
+  // there. Throws Error(kIntegrity) if it is damaged.
+  std::optional<catalog::SnapshotRecord> read_snapshot(const Id& id);
   // "latest", or a unique prefix of an id (4+ hex digits). Throws kNotFound.
   catalog::SnapshotRecord find_snapshot(std::string_view spec);
 
   // Brings the catalog up to date with the target: indexes packs and
   // snapshots it does not know yet (from an interrupted run, another host,
-  // or a lost catalog) and caches their trees. Returns the packs added.
+  // or a lost catalog) and caches their trees. A damaged snapshot object is
+  // skipped with a warning, as is a tree it cannot cache. Returns the packs added.
   size_t sync_catalog();
-  // Drops everything rebuildable from the catalog and reads it back.
+  // Drops everything rebuildable from the catalog and reads it back. A
+  // catalog file SQLite finds damaged is moved aside and replaced (a
+  // warning says where it went); the caller imports history.
   void rebuild_catalog();
+
+  // Damage worked around so far, as passed to OpenOptions::on_warning.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  void warn(const std::string& message);
 
   // Key slots.
   std::vector<KeySlotInfo> list_key_slots();
@@ -86,8 +101,15 @@ class Repository {
 
  private:
   Repository(std::unique_ptr<targets::Target> target, RepoConfig config, MasterKeys keys, Id slot);
+  // Opens the catalog; one SQLite finds damaged is moved aside and a new
+  // one made (filled by open's first sync, history from a catalog copy).
   void open_catalog(const std::string& path);
+  void attach_catalog();
+  void replace_damaged_catalog(const catalog::CorruptDatabase& damage);
   void cache_trees_from(const Id& root);
+  std::optional<catalog::SnapshotRecord> read_snapshot_or_warn(const Id& id);
+  std::optional<std::vector<catalog::BlobRecord>> read_pack_header_or_warn(const Id& pack, uint64_t size);
+  void cache_trees_or_warn(const catalog::SnapshotRecord& snapshot);
 
   std::unique_ptr<targets::Target> target_;
   RepoConfig config_;
@@ -96,6 +118,9 @@ class Repository {
   std::string catalog_path_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<Content> content_;
+  std::function<void(const std::string&)> on_warning_;
+  std::vector<std::string> warnings_;
+  bool catalog_replaced_ = false;
 };
 
 std::string snapshot_key(const Id& snapshot);
