@@ -81,7 +81,7 @@ class CorruptionCase(KeelTestCase):
             path = os.path.join(src, f"f{i}")
             if path in skip:
                 continue
-            p = self.keel("restore", f"{self.snapshots[name]}:{path}", "--stdout", env=env)
+            p = self.keel("restore", self.snapshots[name], "--stdout", path, env=env)
             with open(path, "rb") as f:
                 self.assertEqual(p.stdout, f.read(), f"{name}:{path}")
 
@@ -412,7 +412,7 @@ class PruneDuplicates(KeelTestCase):
             self.keel("check", "--read-data", env={"XDG_DATA_HOME": self.path(f"host{n}")})
         fresh = {"XDG_DATA_HOME": self.path("fresh")}
         for snap in self.keel_json("snapshots", env=fresh):
-            p = self.keel("restore", f"{snap['id']}:/same.bin", "--stdout", env=fresh)
+            p = self.keel("restore", snap["id"], "--stdout", "/same.bin", env=fresh)
             self.assertEqual(p.stdout, data)
 
 
