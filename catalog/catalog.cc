@@ -1,6 +1,7 @@
 #include "catalog/catalog.h"
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <system_error>
@@ -67,6 +68,17 @@ const std::vector<Migration> kMigrations = {
     // 4: prune's two phases: when a pack was condemned (NULL while in use).
     {
         "ALTER TABLE packs ADD COLUMN condemned INTEGER",
+    },
+    // 5: every location of a blob (concurrent writers and repacks store
+    // some blobs twice; each copy stays indexed until its pack is deleted).
+    {
+        "CREATE TABLE blob_locations(id BLOB NOT NULL, pack_no INTEGER NOT NULL REFERENCES packs(pack_no),"
+        " type INTEGER NOT NULL, offset INTEGER NOT NULL, stored_length INTEGER NOT NULL,"
+        " raw_length INTEGER NOT NULL, xxh3 INTEGER NOT NULL, PRIMARY KEY(id, pack_no)) WITHOUT ROWID",
+        "INSERT INTO blob_locations SELECT id, pack_no, type, offset, stored_length, raw_length, xxh3 FROM blobs",
+        "DROP TABLE blobs",
+        "ALTER TABLE blob_locations RENAME TO blobs",
+        "CREATE INDEX blobs_by_pack ON blobs(pack_no)",
     },
 };
 
@@ -225,6 +237,13 @@ class SqliteCatalog final : public Catalog {
     return catalog::schema_version(db_);
   }
 
+  void verify() override {
+    std::lock_guard lock(mutex_);
+    Statement s = db_.prepare("PRAGMA quick_check");
+    std::string verdict = s.step() ? s.column_text(0) : "no answer";
+    if (verdict != "ok") throw CorruptDatabase("catalog " + db_.path() + " is damaged (SQLite quick_check: " + verdict + ")");
+  }
+
   std::optional<std::string> get_meta(std::string_view key) override {
     std::lock_guard lock(mutex_);
     StatementScope s(db_.cached("SELECT value FROM meta WHERE key = ?"));
@@ -259,16 +278,12 @@ class SqliteCatalog final : public Catalog {
         s->step();
         pack_no = s->column_int64(0);
       }
-      // A blob moves only from a condemned pack to one in use.
+      // Every copy is kept: find_blob chooses among them.
       Statement& insert = db_.cached(
-          pack.condemned_unix
-              ? "INSERT INTO blobs(id, pack_no, type, offset, stored_length, raw_length, xxh3)"
-                " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING"
-              : "INSERT INTO blobs(id, pack_no, type, offset, stored_length, raw_length, xxh3)"
-                " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET pack_no = excluded.pack_no,"
-                " type = excluded.type, offset = excluded.offset, stored_length = excluded.stored_length,"
-                " raw_length = excluded.raw_length, xxh3 = excluded.xxh3"
-                " WHERE (SELECT condemned FROM packs WHERE packs.pack_no = blobs.pack_no) IS NOT NULL");
+          "INSERT INTO blobs(id, pack_no, type, offset, stored_length, raw_length, xxh3)"
+          " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id, pack_no) DO UPDATE SET type = excluded.type,"
+          " offset = excluded.offset, stored_length = excluded.stored_length, raw_length = excluded.raw_length,"
+          " xxh3 = excluded.xxh3");
       for (const BlobRecord& blob : blobs) {
         StatementScope s(insert);
         s->bind_blob(1, blob.id.view());
@@ -358,10 +373,10 @@ class SqliteCatalog final : public Catalog {
 
   void for_each_blob_location(const std::function<void(const BlobLocation&)>& fn) override {
     std::lock_guard lock(mutex_);
-    // The blobs table is clustered on the id, so this order costs no sort.
+    // The blobs table is clustered on (id, pack_no), so this order costs no sort.
     Statement s = db_.prepare(
         "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
-        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no ORDER BY b.id");
+        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no ORDER BY b.id, b.pack_no");
     BlobLocation location;
     while (s.step()) {
       location.pack = column_id(s, 0);
@@ -377,12 +392,21 @@ class SqliteCatalog final : public Catalog {
     return s->column_uint64(0);
   }
 
+  uint64_t blobs_stored_more_than_once() override {
+    std::lock_guard lock(mutex_);
+    // The primary key orders copies of one blob together: one pass, no sort.
+    StatementScope s(db_.cached("SELECT count(*) FROM (SELECT id FROM blobs GROUP BY id HAVING count(*) > 1)"));
+    s->step();
+    return s->column_uint64(0);
+  }
+
   void remove_pack(const Id& pack) override {
     in_transaction([&] {
       {
         StatementScope s(db_.cached(
-            "DELETE FROM trees WHERE id IN (SELECT id FROM blobs WHERE type = ? AND"
-            " pack_no = (SELECT pack_no FROM packs WHERE id = ?))"));
+            "DELETE FROM trees WHERE id IN (SELECT b.id FROM blobs b WHERE b.type = ?1 AND"
+            " b.pack_no = (SELECT pack_no FROM packs WHERE id = ?2) AND NOT EXISTS (SELECT 1 FROM blobs o WHERE"
+            " o.id = b.id AND o.pack_no != b.pack_no))"));
         s->bind_int64(1, static_cast<int64_t>(BlobType::kTree));
         s->bind_blob(2, pack.view());
         s->run();
@@ -618,7 +642,8 @@ class SqliteCatalog final : public Catalog {
   std::optional<BlobLocation> find_blob_locked(const Id& blob) {
     StatementScope s(db_.cached(
         "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
-        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no WHERE b.id = ?"));
+        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no WHERE b.id = ?"
+        " ORDER BY p.condemned IS NOT NULL, b.pack_no LIMIT 1"));
     s->bind_blob(1, blob.view());
     if (!s->step()) return std::nullopt;
     return BlobLocation{column_id(*s, 0), read_blob(*s, 1)};
@@ -654,6 +679,19 @@ JobOutcome parse_job_outcome(std::string_view name) {
 std::unique_ptr<Catalog> Catalog::open(const std::string& path) {
   create_parent_dirs(path, "catalog " + path);
   return std::make_unique<SqliteCatalog>(path);
+}
+
+std::string Catalog::move_aside(const std::string& path) {
+  const std::string aside = path + ".corrupt-" + std::to_string(std::time(nullptr));
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::error_code ec;
+    std::filesystem::rename(path + suffix, aside + suffix, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      throw Error(ErrorKind::kTargetIo, "cannot move damaged catalog " + path + suffix + " aside to " + aside + suffix +
+                                            ": " + ec.message());
+    }
+  }
+  return aside;
 }
 
 std::unique_ptr<Catalog> Catalog::open_in_memory() { return std::make_unique<SqliteCatalog>(":memory:"); }

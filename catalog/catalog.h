@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "catalog/corrupt_database.h"
 #include "catalog/drill_history.h"
 #include "catalog/job_history.h"
 #include "catalog/pack_index.h"
@@ -30,9 +31,17 @@ class Catalog : public PackIndex, public SnapshotIndex, public DrillHistory, pub
   static std::unique_ptr<Catalog> open(const std::string& path);
   // A new, empty catalog that lives in memory until it is destroyed (tests).
   static std::unique_ptr<Catalog> open_in_memory();
+  // Renames a damaged catalog file (and its WAL) to <path>.corrupt-<unix
+  // time>, out of the way of a new one; returns the new name. The file
+  // must not be open.
+  static std::string move_aside(const std::string& path);
   ~Catalog() override = default;
 
   virtual int schema_version() = 0;
+
+  // Reads every page (PRAGMA quick_check: time grows with the file).
+  // Throws CorruptDatabase if SQLite finds damage.
+  virtual void verify() = 0;
 
   // Small key/value facts: repository id, target description.
   virtual std::optional<std::string> get_meta(std::string_view key) = 0;

@@ -46,29 +46,37 @@ class PackIndex {
  public:
   virtual ~PackIndex() = default;
 
-  // A pack and all its blobs, in one transaction. A blob already indexed in
-  // another pack keeps its first location, unless that pack is condemned and
-  // this one is not: then the blob moves here (a repacked copy, or a backup
-  // that stored it again, takes over from a pack on its way out).
+  // A pack and all its blobs, in one transaction. A blob may be stored in
+  // several packs (two hosts stored it at once, or a repack copied it out of
+  // a condemned pack): the index keeps every location until its pack is
+  // removed. Adding a pack again (a rebuild) refreshes its entries.
   virtual void add_pack(const PackRecord& pack, std::span<const BlobRecord> blobs) = 0;
   virtual bool has_pack(const Id& pack) = 0;
   virtual std::vector<PackRecord> list_packs() = 0;
   // Condemns a pack (since the given time) or, with nullopt, returns it to use.
   virtual void set_condemned(const Id& pack, std::optional<int64_t> since_unix) = 0;
+  // The location to read a blob from: a copy in a pack in use before one in
+  // a condemned pack, then the pack indexed first.
   virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;
   // find_blob for many, in one read transaction: a consistent view, and no
   // file-lock round trip per blob (restore planning looks up every chunk).
   virtual std::vector<std::optional<BlobLocation>> find_blobs(std::span<const Id> blobs) = 0;
+  // Every blob indexed in the pack (copies held elsewhere too included).
   virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
   // Every blob a backup may dedupe against (those in condemned packs are
-  // left out): loads the engine's dedupe index. Other threads' calls wait
+  // left out; a blob in several packs may come more than once): loads the
+  // engine's dedupe index. Other threads' calls wait
   // until it returns; `fn` itself may call this catalog.
   virtual void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn) = 0;
-  // Every indexed blob with its location, in id order (prune's scan). Other
+  // Every location of every indexed blob, in id order, then in the order
+  // the packs were indexed (prune's scan). Other
   // threads' calls wait until it returns; `fn` itself may call this catalog.
   virtual void for_each_blob_location(const std::function<void(const BlobLocation&)>& fn) = 0;
-  virtual uint64_t blob_count() = 0;
-  // Removes the pack, the blobs it indexes and the cached bodies of its trees.
+  virtual uint64_t blob_count() = 0;  // locations: a blob in two packs counts twice
+  // Blobs indexed in more than one pack: a normal state (check reports it).
+  virtual uint64_t blobs_stored_more_than_once() = 0;
+  // Removes the pack, the blob locations in it and the cached bodies of the
+  // trees no other pack holds.
   virtual void remove_pack(const Id& pack) = 0;
 };
 

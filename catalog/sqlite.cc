@@ -5,6 +5,7 @@
 #include <climits>
 #include <utility>
 
+#include "catalog/corrupt_database.h"
 #include "util/error.h"
 
 namespace keel::catalog {
@@ -14,6 +15,16 @@ namespace {
 [[noreturn]] void throw_sqlite(const std::string& path, std::string_view message, std::string_view operation) {
   throw Error(ErrorKind::kTargetIo,
               "catalog " + path + ": " + std::string(message) + " in " + std::string(operation));
+}
+
+// A damaged file is told apart from other failures: it can be rebuilt.
+[[noreturn]] void throw_sqlite(sqlite3* db, const std::string& path, std::string_view operation) {
+  int code = sqlite3_extended_errcode(db) & 0xff;
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
+    throw CorruptDatabase("catalog " + path + " is damaged (SQLite: " + sqlite3_errmsg(db) + " in " +
+                          std::string(operation) + "); keel catalog rebuild rebuilds it from the target");
+  }
+  throw_sqlite(path, sqlite3_errmsg(db), operation);
 }
 
 // SQLite takes lengths as int; larger values cannot be bound.
@@ -49,8 +60,7 @@ Statement& Statement::operator=(Statement&& other) noexcept {
 }
 
 void Statement::fail(std::string_view operation) const {
-  throw_sqlite(db_->path(), sqlite3_errmsg(db_->handle()),
-               std::string(operation) + " of " + sqlite3_sql(stmt_));
+  throw_sqlite(db_->handle(), db_->path(), std::string(operation) + " of " + sqlite3_sql(stmt_));
 }
 
 void Statement::bind_int64(int index, int64_t value) {
@@ -138,7 +148,7 @@ Database::~Database() {
   sqlite3_close(db_);
 }
 
-void Database::fail(std::string_view operation) const { throw_sqlite(path_, sqlite3_errmsg(db_), operation); }
+void Database::fail(std::string_view operation) const { throw_sqlite(db_, path_, operation); }
 
 void Database::exec(std::string_view sql) {
   // sqlite3_exec needs a NUL-terminated string.

@@ -79,6 +79,7 @@ engine::RepositoryAccess App::repository_access() const {
   access.target = global.target;
   access.password_file = global.password_file;
   access.catalog = global.catalog;
+  access.on_warning = [this](const std::string& message) { warn("warning: " + message); };
   return access;
 }
 

@@ -38,6 +38,7 @@ int cmd_check(App& app, const Args& args) {
         .field("packs", result.packs)
         .field("blobs_referenced", result.blobs_referenced)
         .field("bytes_read", result.bytes_read)
+        .field("blobs_stored_more_than_once", result.blobs_stored_more_than_once)
         .field("ok", result.problems.empty());
     j.key("problems").begin_array();
     for (const auto& p : result.problems) j.begin_object().field("message", p.message).field("affected", p.affected).end_object();
@@ -47,6 +48,11 @@ int cmd_check(App& app, const Args& args) {
     for (const auto& p : result.problems) {
       std::cout << "error: " << p.message << "\n";
       for (const auto& a : p.affected) std::cout << "  affects " << a << "\n";
+    }
+    if (result.blobs_stored_more_than_once) {
+      app.say("info: " + std::to_string(result.blobs_stored_more_than_once) +
+              " blobs are stored in more than one pack (concurrent backups or a repack in its grace period); "
+              "prune reclaims the extra copies");
     }
     app.say("checked " + std::to_string(result.snapshots) + " snapshots, " + std::to_string(result.trees) + " trees, " +
             std::to_string(result.packs) + " packs" + (read_data ? ", read " + human_bytes(result.bytes_read) : "") +

@@ -100,8 +100,9 @@ int cmd_catalog(App& app, const Args& args) {
   auto repo = app.open_repository();
   repo->rebuild_catalog();
   // The index came from packs and snapshots; history only a copy holds.
-  std::optional<engine::CatalogCopyInfo> copy = engine::newest_catalog_copy(*repo);
-  size_t history = copy ? engine::import_catalog_history(*repo, *copy) : 0;
+  engine::HistoryImport imported = engine::import_newest_history(*repo);
+  const std::optional<engine::CatalogCopyInfo>& copy = imported.copy;
+  size_t history = imported.records;
   auto& cat = repo->catalog();
   size_t snapshots = cat.list_snapshots().size(), packs = cat.list_packs().size();
   if (app.global.json) {

@@ -15,6 +15,7 @@ const std::vector<CommandSpec>& command_table() {
       {"tag", "add, remove or set the tags of snapshots", cmd_tag},
       {"stats", "restore size, deduplicated size and compression, per snapshot and in all", cmd_stats},
       {"check", "verify the repository (--read-data: every byte)", cmd_check},
+      {"repair", "move damaged objects aside, rebuild the catalog, list what is lost", cmd_repair},
       {"forget", "remove snapshots a retention policy does not keep", cmd_forget},
       {"copy", "copy snapshots to another repository, sending only what it lacks", cmd_copy},
       {"prune", "reclaim the space of data no snapshot uses", cmd_prune},

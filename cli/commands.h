@@ -20,6 +20,7 @@ int cmd_restore(App& app, const Args& args);
 int cmd_drill(App& app, const Args& args);
 int cmd_drills(App& app, const Args& args);
 int cmd_check(App& app, const Args& args);
+int cmd_repair(App& app, const Args& args);
 int cmd_forget(App& app, const Args& args);
 int cmd_prune(App& app, const Args& args);
 int cmd_key(App& app, const Args& args);

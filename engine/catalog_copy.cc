@@ -148,10 +148,17 @@ std::string try_save_catalog_copy(Repository& repo, size_t keep) {
   }
 }
 
-std::optional<CatalogCopyInfo> newest_catalog_copy(Repository& repo) {
+HistoryImport import_newest_history(Repository& repo) {
   std::vector<CatalogCopyInfo> copies = list_copies(repo.target());
-  if (copies.empty()) return std::nullopt;
-  return copies.back();
+  for (auto copy = copies.rbegin(); copy != copies.rend(); ++copy) {
+    try {
+      return {*copy, import_catalog_history(repo, *copy)};
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      repo.warn(std::string(e.what()) + ": skipped, history taken from an older copy");
+    }
+  }
+  return {};
 }
 
 size_t import_catalog_history(Repository& repo, const CatalogCopyInfo& copy) {

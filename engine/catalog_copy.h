@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/repository.h"
 
@@ -35,8 +36,13 @@ CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep = kKeptCopies);
 // again. Returns why it failed; empty if it did not.
 std::string try_save_catalog_copy(Repository& repo, size_t keep = kKeptCopies);
 
-// The newest copy on the target, from any catalog (host).
-std::optional<CatalogCopyInfo> newest_catalog_copy(Repository& repo);
+struct HistoryImport {
+  std::optional<CatalogCopyInfo> copy;  // the copy merged; nullopt: none read back
+  size_t records = 0;                   // history records added
+};
+// Merges the history of the newest copy that reads back (from any host); a
+// damaged newer copy is skipped with a warning (Repository::warn).
+HistoryImport import_newest_history(Repository& repo);
 
 // Merges the history of `copy` into the repository's catalog; returns the
 // records added. Throws Error(kIntegrity) if the copy does not authenticate.

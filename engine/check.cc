@@ -9,6 +9,8 @@
 #include <unordered_set>
 
 #include "engine/content.h"
+#include "engine/keys.h"
+#include "engine/pack.h"
 #include "engine/restore.h"
 #include "engine/sealed_object.h"
 #include "util/error.h"
@@ -16,12 +18,38 @@
 
 namespace keel::engine {
 
+std::vector<DamagedObject> find_damaged_records(Repository& repo) {
+  std::vector<DamagedObject> damaged;
+  for (const Id& id : list_object_ids(repo.target(), "snapshots/")) {
+    try {
+      repo.read_snapshot(id);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      damaged.push_back({snapshot_key(id), e.what()});
+    }
+  }
+  // The slot that opened the repository is intact by definition; others
+  // carry a checksum that tells damage from another password.
+  std::vector<std::string> slots;
+  repo.target().list("keys/", [&](const targets::ObjectInfo& o) { slots.push_back(o.key); });
+  for (const std::string& key : slots) {
+    try {
+      read_key_slot_info(repo.target().get(key), repo.target().describe() + "/" + key);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      damaged.push_back({key, e.what()});
+    }
+  }
+  return damaged;
+}
+
 CheckResult run_check(Repository& repo, const CheckOptions& options,
                       const std::function<void(uint64_t, uint64_t)>& on_progress) {
   CheckResult result;
   repo.sync_catalog();
   std::vector<catalog::PackRecord> packs = repo.catalog().list_packs();
   result.packs = packs.size();
+  result.blobs_stored_more_than_once = repo.catalog().blobs_stored_more_than_once();
 
   std::unordered_map<Id, uint64_t, IdHash> on_target;
   repo.target().list("packs/", [&](const targets::ObjectInfo& o) {
@@ -40,6 +68,22 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
     }
   }
 
+  // Packs the sync could not index: their header does not authenticate.
+  std::unordered_set<Id, IdHash> indexed;
+  for (const auto& p : packs) indexed.insert(p.id);
+  for (const auto& [id, size] : on_target) {
+    if (indexed.count(id)) continue;
+    try {
+      read_pack_header(repo.target(), repo.keys().data, id, size);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      result.problems.push_back({"pack " + id.hex() + " is damaged and cannot be indexed: " + e.what(), {}});
+    }
+  }
+
+  // Whether or not this catalog knows them.
+  for (const DamagedObject& d : find_damaged_records(repo)) result.problems.push_back({d.key + " is damaged: " + d.reason, {}});
+
   // Every snapshot's trees and chunks must be indexed.
   std::vector<catalog::SnapshotRecord> snapshots = repo.catalog().list_snapshots();
   result.snapshots = snapshots.size();
@@ -57,11 +101,16 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
     unchecked.clear();
     first_uses.clear();
   };
-  std::set<Id> seen_trees;
+  // Trees with where they are first used: with read_data, each is read
+  // from its pack and authenticated (the catalog caches their bodies).
+  std::map<Id, std::string> seen_trees;
   for (const auto& snap : snapshots) {
+    if (seen_trees.emplace(snap.root, snap.id.short_hex() + ":/").second) ++result.trees;
     try {
       walk_snapshot(repo, snap, "/", [&](const std::string& path, const TreeEntry& e) {
-        if (e.meta.type == NodeType::kDir && seen_trees.insert(e.subtree).second) ++result.trees;
+        if (e.meta.type == NodeType::kDir && seen_trees.emplace(e.subtree, snap.id.short_hex() + ":" + path).second) {
+          ++result.trees;
+        }
         for (const ContentRef& ref : e.content) {
           if (ref.hole || !referenced.insert(ref.chunk).second) continue;
           unchecked.push_back(ref.chunk);
@@ -77,6 +126,15 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   result.blobs_referenced = referenced.size();
 
   if (options.read_data) {
+    for (const auto& [tree, first_use] : seen_trees) {
+      if (options.cancel && options.cancel->load()) break;
+      try {
+        Tree::decode(repo.read_blob(tree), "tree " + tree.short_hex());
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
+        result.problems.push_back({"tree " + tree.short_hex() + ": " + e.what(), {first_use + " (directory listing)"}});
+      }
+    }
     std::mutex mu;
     std::vector<Id> bad_blobs;
     uint64_t done = 0;

@@ -31,8 +31,21 @@ struct CheckResult {
   uint64_t packs = 0;
   uint64_t blobs_referenced = 0;
   uint64_t bytes_read = 0;
+  // Blobs held by more than one pack (concurrent writers, a repack in its
+  // grace period): information, not a problem; prune reclaims the copies.
+  uint64_t blobs_stored_more_than_once = 0;
   std::vector<CheckProblem> problems;
 };
+
+// An object on the target that does not authenticate.
+struct DamagedObject {
+  std::string key;     // on the target
+  std::string reason;  // what is wrong with it
+};
+
+// Reads and authenticates every snapshot record (snapshots/) and key slot
+// (keys/) on the target; returns those that fail.
+std::vector<DamagedObject> find_damaged_records(Repository& repo);
 
 CheckResult run_check(Repository& repo, const CheckOptions& options,
                       const std::function<void(uint64_t packs_done, uint64_t packs_total)>& on_progress = {});

@@ -1,6 +1,7 @@
 #include "engine/content.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -259,8 +260,20 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
     }
   }
   try {
+    // The pack's own header against the index's entries for this pack (not
+    // for other copies of its blobs elsewhere).
     std::vector<catalog::BlobRecord> header = read_pack_header(target_, key_, pack.id, pack.size);
-    if (header.size() != blobs.size()) out.problems.push_back(where + ": header lists a different set of blobs than the index");
+    std::map<Id, uint64_t> in_header, in_index;
+    for (const catalog::BlobRecord& b : header) in_header.emplace(b.id, b.offset);
+    for (const catalog::BlobRecord& b : blobs) in_index.emplace(b.id, b.offset);
+    if (in_header != in_index) {
+      size_t unindexed = 0, absent = 0;
+      for (const auto& [id, offset] : in_header) unindexed += in_index.count(id) ? 0 : 1;
+      for (const auto& [id, offset] : in_index) absent += in_header.count(id) ? 0 : 1;
+      out.problems.push_back(where + ": header and index disagree (" + std::to_string(unindexed) +
+                             " blobs of the header not indexed in this pack, " + std::to_string(absent) +
+                             " indexed here but not in the header, others at other offsets); run keel catalog rebuild");
+    }
   } catch (const Error& e) {
     out.problems.push_back(e.what());
   }

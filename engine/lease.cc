@@ -147,11 +147,25 @@ void Lease::check_held() const {
 
 std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key, std::string_view prefix) {
   std::vector<LeaseRecord> leases;
-  for_each_object(target, prefix, kLeaseMagic, "lease", key, [&](const Id& id, ByteView body, const std::string& what) {
-    LeaseRecord r = decode_lease(body, what);
-    if (r.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another lease");
-    leases.push_back(std::move(r));
-  });
+  for (const Id& id : list_object_ids(target, prefix)) {
+    const std::string object_key = lease_key(prefix, id);
+    const std::string what = target.describe() + "/" + object_key;
+    try {
+      std::optional<Bytes> body = read_object(target, object_key, kLeaseMagic, "lease", key, id.view(), what);
+      if (!body) continue;  // released meanwhile
+      LeaseRecord r = decode_lease(*body, what);
+      if (r.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another lease");
+      leases.push_back(std::move(r));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      // Nobody can tell who holds a damaged lease, nor renew it: it holds
+      // nothing back, and the next lock or cleanup removes it.
+      LeaseRecord damaged;
+      damaged.id = id;
+      damaged.host = "? (damaged: " + std::string(e.what()) + ")";
+      leases.push_back(std::move(damaged));
+    }
+  }
   return leases;
 }
 

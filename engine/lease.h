@@ -94,8 +94,8 @@ class Lease {
 };
 
 // Every lease under `prefix`, expired ones included. Foreign names and
-// objects that vanish while listed are skipped; one that does not open
-// throws Error(kIntegrity) naming it (remove it by hand if no keel wrote it).
+// objects that vanish while listed are skipped; one that does not open is
+// listed as expired (expires_unix 0), its host naming the damage.
 std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key, std::string_view prefix);
 
 // Removes the leases under locks/ and running/ that `which` picks (e.g.

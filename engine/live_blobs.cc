@@ -21,7 +21,10 @@ uint32_t leading_bits(const Id& id) {
 LiveBlobs::LiveBlobs(catalog::Catalog& catalog, const std::vector<catalog::PackRecord>& packs)
     : pack_count_(packs.size()) {
   std::unordered_map<Id, uint32_t, IdHash> pack_numbers;
-  for (size_t i = 0; i < packs.size(); ++i) pack_numbers.emplace(packs[i].id, static_cast<uint32_t>(i));
+  for (size_t i = 0; i < packs.size(); ++i) {
+    pack_numbers.emplace(packs[i].id, static_cast<uint32_t>(i));
+    in_use_.push_back(!packs[i].condemned_unix);
+  }
   // A little room for rows another process adds meanwhile, so the array is
   // not reallocated (which would need twice its memory for a moment).
   uint64_t expected = catalog.blob_count();
@@ -29,10 +32,11 @@ LiveBlobs::LiveBlobs(catalog::Catalog& catalog, const std::vector<catalog::PackR
   bool sorted = true;
   catalog.for_each_blob_location([&](const catalog::BlobLocation& loc) {
     auto it = pack_numbers.find(loc.pack);
-    if (!rows_.empty() && !(rows_.back().id < loc.blob.id)) sorted = false;
+    if (!rows_.empty() && loc.blob.id < rows_.back().id) sorted = false;
     rows_.push_back(Row{loc.blob.id, it == pack_numbers.end() ? kNoPack : it->second, loc.blob.stored_length});
   });
-  if (!sorted) std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) { return a.id < b.id; });
+  // Stable: copies of one blob stay in the order the catalog indexed them.
+  if (!sorted) std::stable_sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) { return a.id < b.id; });
   bits_.assign((rows_.size() + 63) / 64, 0);
 
   uint64_t buckets = std::bit_floor(std::max<uint64_t>(rows_.size() / kRowsPerBucket, 1));
@@ -55,6 +59,10 @@ std::optional<size_t> LiveBlobs::find(const Id& id) const {
   auto first = rows_.begin() + buckets_[b], last = rows_.begin() + buckets_[b + 1];
   auto it = std::lower_bound(first, last, id, [](const Row& r, const Id& v) { return r.id < v; });
   if (it == last || it->id != id) return std::nullopt;
+  // The kept copy: the first in a pack in use, else the first.
+  for (auto copy = it; copy != last && copy->id == id; ++copy) {
+    if (copy->pack != kNoPack && in_use_[copy->pack]) return static_cast<size_t>(copy - rows_.begin());
+  }
   return static_cast<size_t>(it - rows_.begin());
 }
 
@@ -102,6 +110,11 @@ void LiveBlobs::mark_chunk(const Id& chunk) {
 bool LiveBlobs::live(const Id& blob) const {
   std::optional<size_t> row = find(blob);
   return !row || marked(*row);
+}
+
+bool LiveBlobs::live_in(const Id& blob, size_t pack) const {
+  std::optional<size_t> row = find(blob);
+  return !row || (marked(*row) && rows_[*row].pack == pack);
 }
 
 std::vector<LiveBlobs::PackUse> LiveBlobs::pack_use() const {

@@ -23,7 +23,9 @@ class LiveBlobs {
  public:
   // Loads every blob row of the catalog. Packs are numbered by their
   // position in `packs`; rows of packs not in it (added meanwhile by another
-  // process) can be marked but count for no pack.
+  // process) can be marked but count for no pack. A blob stored in several
+  // packs has a row for each; marking it marks one copy, the one kept (in a
+  // pack in use where there is one), and the others count as dead.
   LiveBlobs(catalog::Catalog& catalog, const std::vector<catalog::PackRecord>& packs);
 
   // Marks the snapshot's trees and the chunks they reference. Throws if a
@@ -37,6 +39,9 @@ class LiveBlobs {
   // Whether a snapshot marked so far references `blob`. Blobs that were not
   // loaded count as live: this scan knows nothing of them.
   bool live(const Id& blob) const;
+  // Whether `blob` is live and its kept copy is the one in pack number
+  // `pack` (unknown blobs count as live everywhere).
+  bool live_in(const Id& blob, size_t pack) const;
 
   struct PackUse {
     uint64_t blobs = 0;
@@ -70,6 +75,7 @@ class LiveBlobs {
   uint32_t bucket_of(const Id& id) const;
 
   size_t pack_count_;
+  std::vector<bool> in_use_;  // per pack: not condemned
   std::vector<Row> rows_;
   std::vector<uint64_t> bits_;
   std::vector<uint32_t> buckets_;  // rows of bucket b: [buckets_[b], buckets_[b + 1])

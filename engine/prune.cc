@@ -187,8 +187,8 @@ class PruneRun {
   }
 
   // Copies the live blobs of the packs to repack into new packs. They were
-  // condemned first, so the new packs' index entries replace theirs (here
-  // and on every host that syncs later). A blob that fails its checksum is
+  // condemned first, so reads go to the new copies from now on (here and on
+  // every host that syncs later). A blob that fails its checksum is
   // left where it is; its pack then stays in use when settled.
   void repack() {
     if (repacked_.empty()) return;
@@ -223,7 +223,7 @@ class PruneRun {
       const catalog::PackRecord& pack = packs_[i];
       std::vector<catalog::BlobLocation> blobs;
       for (catalog::BlobRecord& b : repo_.catalog().blobs_in_pack(pack.id)) {
-        if (live_->live(b.id)) blobs.push_back({pack.id, std::move(b)});
+        if (live_->live_in(b.id, i)) blobs.push_back({pack.id, std::move(b)});  // not a copy kept elsewhere
       }
       Copier copier(blobs, writer, result_);
       repo_.content().read(blobs, plan_reads(blobs, kRepackGap, kRepackRead), read_options, copier);
@@ -368,10 +368,16 @@ class PruneRun {
     }
   }
 
+  // Stored bytes of the live blobs whose copy to read is the one in `pack`:
+  // a live blob also stored in a pack in use does not keep this one.
   uint64_t live_bytes_in(const Id& pack) {
+    std::vector<catalog::BlobRecord> blobs = repo_.catalog().blobs_in_pack(pack);
+    std::vector<Id> ids;
+    for (const catalog::BlobRecord& b : blobs) ids.push_back(b.id);
+    std::vector<std::optional<catalog::BlobLocation>> kept = repo_.catalog().find_blobs(ids);
     uint64_t bytes = 0;
-    for (const catalog::BlobRecord& b : repo_.catalog().blobs_in_pack(pack)) {
-      if (live_->live(b.id)) bytes += b.stored_length;
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      if (live_->live(blobs[i].id) && kept[i] && kept[i]->pack == pack) bytes += blobs[i].stored_length;
     }
     return bytes;
   }

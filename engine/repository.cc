@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <set>
 
+#include "engine/catalog_copy.h"
 #include "engine/condemnation.h"
 #include "engine/pack.h"
 #include "engine/sealed_object.h"
@@ -17,6 +19,8 @@ namespace keel::engine {
 namespace {
 
 constexpr std::string_view kConfigMagic = "KEELCFG1";
+// Catalogs up to this size are verified whole when opened (about 40 ms).
+constexpr uintmax_t kVerifiedCatalogBytes = 16ull << 20;
 constexpr std::string_view kSnapshotMagic = "KEELSNP1";
 constexpr std::string_view kConfigKey = "config";
 // Associated data for the config box: it has no id of its own.
@@ -124,16 +128,6 @@ catalog::SnapshotRecord decode_snapshot(ByteView body, const std::string& what) 
   return s;
 }
 
-// Snapshot `id` from the target; nullopt if it is gone (forgotten meanwhile).
-std::optional<catalog::SnapshotRecord> read_snapshot(targets::Target& target, const Key256& key, const Id& id) {
-  std::string what = target.describe() + "/" + snapshot_key(id);
-  std::optional<Bytes> body = read_object(target, snapshot_key(id), kSnapshotMagic, "snapshot", key, id.view(), what);
-  if (!body) return std::nullopt;
-  catalog::SnapshotRecord snap = decode_snapshot(*body, what);
-  if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
-  return snap;
-}
-
 std::string username() {
   const char* u = std::getenv("USER");
   return u ? u : "";
@@ -165,6 +159,16 @@ Repository::Repository(std::unique_ptr<targets::Target> target, RepoConfig confi
 
 void Repository::open_catalog(const std::string& path) {
   catalog_path_ = path.empty() ? default_catalog_path(config_.repository_id) : path;
+  try {
+    attach_catalog();
+  } catch (const catalog::CorruptDatabase& e) {
+    replace_damaged_catalog(e);
+  }
+}
+
+void Repository::attach_catalog() {
+  content_.reset();
+  catalog_.reset();
   catalog_ = catalog_path_ == kInMemoryCatalog ? catalog::Catalog::open_in_memory() : catalog::Catalog::open(catalog_path_);
   content_ = std::make_unique<Content>(*target_, keys_.data, *catalog_);
   content_->on_pack_missing([this](const Id& pack, std::span<const Id> blobs) { recover_missing_pack(pack, blobs); });
@@ -178,6 +182,24 @@ void Repository::open_catalog(const std::string& path) {
     catalog_->set_meta("repository_id", repo_id);
     catalog_->set_meta("target", target_->describe());
   }
+  // A small catalog is read through once: damage anywhere in it is found
+  // now, when it can still be rebuilt, not halfway through a command. A
+  // large one is not (it would cost every command); damage found later
+  // names `keel catalog rebuild`.
+  std::error_code ec;
+  if (catalog_path_ != kInMemoryCatalog && std::filesystem::file_size(catalog_path_, ec) <= kVerifiedCatalogBytes && !ec) {
+    catalog_->verify();
+  }
+}
+
+void Repository::replace_damaged_catalog(const catalog::CorruptDatabase& damage) {
+  if (catalog_path_ == kInMemoryCatalog) throw damage;
+  content_.reset();
+  catalog_.reset();
+  std::string aside = catalog::Catalog::move_aside(catalog_path_);
+  warn(std::string(damage.what()) + ": moved aside to " + aside + ", rebuilding from " + target_->describe());
+  attach_catalog();
+  catalog_replaced_ = true;
 }
 
 std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> target, const RepoConfig& config,
@@ -196,6 +218,7 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   target->put(std::string(kConfigKey), seal_object(kConfigMagic, keys.data, encode_config(c), as_bytes(kConfigAad)));
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), c, keys, slot.id));
+  repo->on_warning_ = options.on_warning;
   repo->open_catalog(options.catalog_path);
   return repo;
 }
@@ -241,8 +264,17 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
   RepoConfig config = decode_config(body, what);
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
+  repo->on_warning_ = options.on_warning;
   repo->open_catalog(options.catalog_path);
-  repo->follow_log();
+  // The first reads of the catalog: where a damaged file usually shows.
+  try {
+    repo->follow_log();
+  } catch (const catalog::CorruptDatabase& e) {
+    repo->replace_damaged_catalog(e);
+    repo->follow_log();
+  }
+  // History exists only in catalogs: a replaced one takes it from a copy.
+  if (repo->catalog_replaced_) import_newest_history(*repo);
   return repo;
 }
 
@@ -348,7 +380,9 @@ size_t Repository::sync_with_listing() {
   size_t added = 0;
   for (const auto& [id, size] : packs_on_target) {
     if (known_packs.count(id)) continue;
-    std::vector<catalog::BlobRecord> blobs = read_pack_header(*target_, keys_.data, id, size);
+    std::optional<std::vector<catalog::BlobRecord>> header = read_pack_header_or_warn(id, size);
+    if (!header) continue;  // damaged (warned)
+    const std::vector<catalog::BlobRecord>& blobs = *header;
     // The whole-pack checksum is unknown until the pack is read in full;
     // blob checksums (from the authenticated header) still guard every byte.
     catalog_->add_pack(
@@ -358,10 +392,10 @@ size_t Repository::sync_with_listing() {
 
   for (const Id& id : snapshots_on_target) {
     if (known_snapshots.count(id)) continue;
-    if (std::optional<catalog::SnapshotRecord> snap = read_snapshot(*target_, keys_.data, id)) {
-      cache_trees_from(snap->root);
-      catalog_->add_snapshot(*snap);
-    }
+    std::optional<catalog::SnapshotRecord> snap = read_snapshot_or_warn(id);
+    if (!snap) continue;  // forgotten meanwhile, or damaged (warned)
+    cache_trees_or_warn(*snap);
+    catalog_->add_snapshot(*snap);
   }
   return added;
 }
@@ -448,8 +482,8 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
   for (const ChangeLogEntry& e : entries) {
     for (const Id& id : e.snapshots_added) {
       if (snapshots_removed.count(id) || !snapshots_known.insert(id).second) continue;
-      if (std::optional<catalog::SnapshotRecord> snap = read_snapshot(*target_, keys_.data, id)) {
-        cache_trees_from(snap->root);
+      if (std::optional<catalog::SnapshotRecord> snap = read_snapshot_or_warn(id)) {
+        cache_trees_or_warn(*snap);
         catalog_->add_snapshot(*snap);
       }
     }
@@ -502,9 +536,66 @@ void Repository::recover_missing_pack(const Id& pack, std::span<const Id> blobs)
   }
 }
 
+std::optional<catalog::SnapshotRecord> Repository::read_snapshot(const Id& id) {
+  std::string what = target_->describe() + "/" + snapshot_key(id);
+  std::optional<Bytes> body = read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
+  if (!body) return std::nullopt;
+  catalog::SnapshotRecord snap = decode_snapshot(*body, what);
+  if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
+  return snap;
+}
+
+// A pack whose header does not authenticate is left out of the index (its
+// blobs are read from other copies, if any) instead of failing the sync.
+std::optional<std::vector<catalog::BlobRecord>> Repository::read_pack_header_or_warn(const Id& pack, uint64_t size) {
+  try {
+    return read_pack_header(*target_, keys_.data, pack, size);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIntegrity) throw;
+    warn("pack " + pack.hex() + " is damaged and was not indexed (" + e.what() + "); run keel check, then keel repair");
+    return std::nullopt;
+  }
+}
+
+// One damaged snapshot must not stop every command: the others are served.
+std::optional<catalog::SnapshotRecord> Repository::read_snapshot_or_warn(const Id& id) {
+  try {
+    return read_snapshot(id);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIntegrity) throw;
+    warn("snapshot " + id.hex() + " is damaged and was skipped (" + e.what() +
+         "); run keel check, then keel repair to move it aside");
+    return std::nullopt;
+  }
+}
+
+// A snapshot whose trees cannot all be read is still listed: files under
+// the trees that can be read still restore.
+void Repository::cache_trees_or_warn(const catalog::SnapshotRecord& snapshot) {
+  try {
+    cache_trees_from(snapshot.root);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
+    warn("snapshot " + snapshot.id.hex() + ": a directory listing cannot be read (" + e.what() +
+         "); run keel check");
+  }
+}
+
+void Repository::warn(const std::string& message) {
+  warnings_.push_back(message);
+  if (on_warning_) on_warning_(message);
+}
+
 void Repository::rebuild_catalog() {
-  catalog_->clear_index();
-  sync_catalog();
+  // A rebuild never fails for a damaged catalog: that is what it is for.
+  try {
+    catalog_->clear_index();
+    catalog_->verify();
+    sync_catalog();
+  } catch (const catalog::CorruptDatabase& e) {
+    replace_damaged_catalog(e);
+    sync_catalog();
+  }
 }
 
 std::vector<KeySlotInfo> Repository::list_key_slots() {

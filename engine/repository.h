@@ -8,6 +8,7 @@
 //   log/<time>-<random> the change log: what each command added or removed (change_log.h)
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,10 @@ struct OpenOptions {
   // Where the catalog lives; empty: $XDG_DATA_HOME/keel/<repository id>/catalog.db;
   // kInMemoryCatalog: in memory, gone when the repository closes (tests).
   std::string catalog_path;
+  // Receives warnings about damage the repository works around (a damaged
+  // snapshot skipped, a corrupt catalog moved aside); unset: kept in
+  // Repository::warnings() only.
+  std::function<void(const std::string&)> on_warning;
 };
 
 class Repository {
@@ -75,12 +80,16 @@ class Repository {
   // Snapshots: written to the target first, then logged with the packs
   // the snapshot needs that this process wrote (`packs`), then to the catalog.
   void save_snapshot(const catalog::SnapshotRecord& snapshot, std::vector<LoggedPack> packs = {});
+  // The snapshot record on the target, authenticated; nullopt if it is not
+  // there. Throws Error(kIntegrity) if it is damaged.
+  std::optional<catalog::SnapshotRecord> read_snapshot(const Id& id);
   // "latest", or a unique prefix of an id (4+ hex digits). Throws kNotFound.
   catalog::SnapshotRecord find_snapshot(std::string_view spec);
 
   // Brings the catalog up to date with the target: indexes packs and
   // snapshots it does not know yet (from an interrupted run, another host,
-  // or a lost catalog) and caches their trees. Returns the packs added.
+  // or a lost catalog) and caches their trees. A damaged snapshot object is
+  // skipped with a warning, as is a tree it cannot cache. Returns the packs added.
   // Lists every pack, snapshot and condemnation: see follow_log.
   size_t sync_catalog();
   // The cheap sync every command does when it opens the repository: applies
@@ -90,8 +99,14 @@ class Repository {
   void follow_log();
   // Appends a log entry naming `changes` (after they are on the target).
   void log_changes(const ChangeLogEntry& changes);
-  // Drops everything rebuildable from the catalog and reads it back.
+  // Drops everything rebuildable from the catalog and reads it back. A
+  // catalog file SQLite finds damaged is moved aside and replaced (a
+  // warning says where it went); the caller imports history.
   void rebuild_catalog();
+
+  // Damage worked around so far, as passed to OpenOptions::on_warning.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  void warn(const std::string& message);
 
   // Key slots.
   std::vector<KeySlotInfo> list_key_slots();
@@ -101,12 +116,19 @@ class Repository {
 
  private:
   Repository(std::unique_ptr<targets::Target> target, RepoConfig config, MasterKeys keys, Id slot);
+  // Opens the catalog; one SQLite finds damaged is moved aside and a new
+  // one made (filled by open's first sync, history from a catalog copy).
   void open_catalog(const std::string& path);
+  void attach_catalog();
+  void replace_damaged_catalog(const catalog::CorruptDatabase& damage);
   void cache_trees_from(const Id& root);
   size_t sync_with_listing();
   void apply_log(const std::vector<ChangeLogEntry>& entries);
   void remember_log(const std::vector<std::string>& keys);
   void recover_missing_pack(const Id& pack, std::span<const Id> blobs);
+  std::optional<catalog::SnapshotRecord> read_snapshot_or_warn(const Id& id);
+  std::optional<std::vector<catalog::BlobRecord>> read_pack_header_or_warn(const Id& pack, uint64_t size);
+  void cache_trees_or_warn(const catalog::SnapshotRecord& snapshot);
 
   std::unique_ptr<targets::Target> target_;
   RepoConfig config_;
@@ -118,6 +140,9 @@ class Repository {
   std::mutex recover_mutex_;
   std::set<Id> recovered_packs_;  // missing packs already synced for
   std::set<Id> reread_packs_;     // packs whose headers were read again for lost blobs
+  std::function<void(const std::string&)> on_warning_;
+  std::vector<std::string> warnings_;
+  bool catalog_replaced_ = false;
 };
 
 std::string snapshot_key(const Id& snapshot);

@@ -4,6 +4,7 @@
 // and the catalog path. One place opens a repository for both.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@ struct RepositoryAccess {
   std::string password_env = "KEEL_PASSWORD";  // the environment variable holding the password
   std::string password_file;      // else the first line of this file
   std::string catalog;            // empty: the default catalog path
+  std::function<void(const std::string&)> on_warning;  // OpenOptions::on_warning
 };
 
 // The password from the environment variable, else from the password file;

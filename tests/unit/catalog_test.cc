@@ -23,7 +23,7 @@ using namespace keel::catalog;
 
 namespace {
 
-constexpr int kLatestSchema = 4;
+constexpr int kLatestSchema = 5;
 
 using keel::test::TempDir;
 
@@ -304,7 +304,7 @@ TEST_CASE("catalog indexes packs and their blobs", "[catalog]") {
   CHECK(packs[0].created_unix == pack.created_unix);
 }
 
-TEST_CASE("catalog keeps a blob's first location when a later pack holds it too", "[catalog]") {
+TEST_CASE("catalog keeps every location of a blob and reads the first", "[catalog]") {
   TempDir dir;
   auto cat = Catalog::open(dir.file("catalog.db"));
   BlobRecord shared = make_blob(10);
@@ -314,14 +314,23 @@ TEST_CASE("catalog keeps a blob's first location when a later pack holds it too"
   cat->add_pack(first, std::vector{shared});
   cat->add_pack(second, std::vector{shared_again, make_blob(20)});
 
-  CHECK(cat->blob_count() == 2);
+  CHECK(cat->blob_count() == 3);
+  CHECK(cat->blobs_stored_more_than_once() == 1);
   auto found = cat->find_blob(shared.id);
   REQUIRE(found.has_value());
   CHECK(found->pack == first.id);
   CHECK(found->blob.offset == 10);
+  // Each pack lists what its own header holds.
   auto in_second = cat->blobs_in_pack(second.id);
-  REQUIRE(in_second.size() == 1);
+  REQUIRE(in_second.size() == 2);
   CHECK(in_second[0].offset == 20);
+  CHECK(in_second[1].offset == 999);
+
+  // Removing the first pack leaves the other copy to read.
+  cat->remove_pack(first.id);
+  CHECK(cat->find_blob(shared.id)->pack == second.id);
+  CHECK(cat->find_blob(shared.id)->blob.offset == 999);
+  CHECK(cat->blobs_stored_more_than_once() == 0);
 }
 
 TEST_CASE("catalog for_each_usable_blob visits every blob once", "[catalog]") {
@@ -380,6 +389,12 @@ TEST_CASE("catalog remove_pack drops the cached bodies of its trees only", "[cat
   cat->remove_pack(gone.id);
   CHECK_FALSE(cat->get_tree(tree.id).has_value());
   CHECK(cat->get_tree(other_tree.id) == Bytes{4, 5});
+
+  // A tree another pack holds too keeps its cached body.
+  PackRecord copy = make_pack();
+  cat->add_pack(copy, std::vector{other_tree});
+  cat->remove_pack(kept.id);
+  CHECK(cat->get_tree(other_tree.id) == Bytes{4, 5});
 }
 
 TEST_CASE("catalog condemned packs: status, dedupe index, and blobs moving to packs in use", "[catalog]") {
@@ -404,7 +419,7 @@ TEST_CASE("catalog condemned packs: status, dedupe index, and blobs moving to pa
   // Condemned blobs can still be read until the pack is deleted.
   CHECK(cat->find_blob(shared.id)->pack == old_pack.id);
 
-  // A copy in a pack in use takes over; the blob is usable again.
+  // A copy in a pack in use is read instead; the blob is usable again.
   BlobRecord moved = shared;
   moved.offset = 7;
   cat->add_pack(copy, std::vector{moved});
@@ -412,19 +427,21 @@ TEST_CASE("catalog condemned packs: status, dedupe index, and blobs moving to pa
   CHECK(cat->find_blob(shared.id)->blob.offset == 7);
   CHECK(cat->find_blob(only_old.id)->pack == old_pack.id);
   CHECK(usable() == std::set<Id>{shared.id});
+  CHECK(cat->blobs_in_pack(old_pack.id).size() == 2);  // its own copy stays indexed
 
-  // A condemned pack never takes a blob from a pack in use...
+  // A condemned pack is never read before a pack in use...
   PackRecord condemned_copy = make_pack();
   condemned_copy.condemned_unix = 1700000200;
   cat->add_pack(condemned_copy, std::vector{shared});
   CHECK(cat->find_blob(shared.id)->pack == copy.id);
-  // ... nor does a pack in use take one from another pack in use.
+  // ... nor is a later pack in use before an earlier one.
   cat->add_pack(make_pack(), std::vector{shared});
   CHECK(cat->find_blob(shared.id)->pack == copy.id);
 
   cat->set_condemned(old_pack.id, std::nullopt);
   CHECK(usable() == std::set<Id>{shared.id, only_old.id});
-  CHECK(cat->blobs_in_pack(old_pack.id).size() == 1);
+  CHECK(cat->find_blob(shared.id)->pack == old_pack.id);  // indexed first, in use again
+  CHECK(cat->blobs_in_pack(old_pack.id).size() == 2);
 }
 
 TEST_CASE("catalog for_each_blob_location visits every blob in id order with its pack", "[catalog]") {

@@ -68,9 +68,6 @@ struct World {
   std::shared_ptr<targets::FaultInjector> injector = std::make_shared<targets::FaultInjector>();
   std::map<Id, Files> committed;  // snapshots reported committed, and what they hold
   int catalogs = 0;
-  // A check problem known to be a false alarm here (counted, not failed).
-  std::string known_false_alarm;
-  int false_alarms = 0;
 
   World() {
     RepoConfig config;
@@ -158,13 +155,7 @@ struct World {
       CHECK(read_tree(out.path / std::to_string(n)) == files);
     }
     CheckResult check = run_check(*repo, {.read_data = true});
-    for (const auto& p : check.problems) {
-      if (!known_false_alarm.empty() && p.message.find(known_false_alarm) != std::string::npos) {
-        ++false_alarms;
-        continue;
-      }
-      FAIL_CHECK("check: " << p.message);
-    }
+    for (const auto& p : check.problems) FAIL_CHECK("check: " << p.message);
   }
 };
 
@@ -315,17 +306,13 @@ TEST_CASE("faults: prune hit at any call leaves every kept snapshot whole", "[fa
     w.committed.erase(old.id);
   }
   // A prune that stops between repacking and deleting leaves blobs in two
-  // packs, which check reports although every snapshot restores (issue 16:
-  // a blob stored twice is a normal state). Counted here, not failed, until
-  // check learns it.
-  w.known_false_alarm = "header lists a different set of blobs than the index";
+  // packs: a normal state, which check must not report (issue 16).
   sweep(w, "prune", [&](Repository& repo) {
     PruneOptions options;
     options.grace = std::chrono::seconds(0);
     options.repack_threshold = 0.9;
     prune(repo, options);
   });
-  if (w.false_alarms) WARN(w.false_alarms << " check false alarms after interrupted prunes (issue 16)");
 }
 
 TEST_CASE("faults: check hit at any call reports or retries, never passes damage silently", "[faults]") {
