@@ -46,15 +46,23 @@ std::vector<DamagedObject> find_damaged_records(Repository& repo) {
 CheckResult run_check(Repository& repo, const CheckOptions& options,
                       const std::function<void(uint64_t, uint64_t)>& on_progress) {
   CheckResult result;
-  repo.sync_catalog();
-  std::vector<catalog::PackRecord> packs = repo.catalog().list_packs();
+  // A prune on another host may delete packs between the sync and the
+  // listing (after moving what they held): sync again until both agree, so
+  // only packs that stay missing are reported.
+  std::vector<catalog::PackRecord> packs;
+  std::unordered_map<Id, uint64_t, IdHash> on_target;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    repo.sync_catalog();
+    packs = repo.catalog().list_packs();
+    on_target.clear();
+    repo.target().list("packs/", [&](const targets::ObjectInfo& o) {
+      if (std::optional<Id> id = id_from_key(o.key)) on_target[*id] = o.size;
+    });
+    if (std::all_of(packs.begin(), packs.end(), [&](const auto& p) { return on_target.count(p.id) > 0; })) break;
+  }
   result.packs = packs.size();
   result.blobs_stored_more_than_once = repo.catalog().blobs_stored_more_than_once();
 
-  std::unordered_map<Id, uint64_t, IdHash> on_target;
-  repo.target().list("packs/", [&](const targets::ObjectInfo& o) {
-    if (std::optional<Id> id = id_from_key(o.key)) on_target[*id] = o.size;
-  });
   std::set<Id> missing_packs;
   for (const auto& p : packs) {
     auto it = on_target.find(p.id);
@@ -151,7 +159,10 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
           try {
             scrub = repo.content().scrub(pack);
           } catch (const Error& e) {
-            scrub.problems.push_back(e.what());
+            // Deleted meanwhile by a prune elsewhere, which moved its live
+            // blobs first: the snapshot walk above found them indexed.
+            bool deleted_meanwhile = e.kind() == ErrorKind::kNotFound && !repo.target().head(pack_key(pack.id));
+            if (!deleted_meanwhile) scrub.problems.push_back(e.what());
           }
           std::lock_guard lock(mu);
           result.bytes_read += scrub.bytes_read;

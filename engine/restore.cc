@@ -426,6 +426,12 @@ class RestoreRun {
       asked.push_back(&need);
     }
     std::vector<std::optional<catalog::BlobLocation>> locations = repo_.catalog().find_blobs(ids);
+    // A pack another host wrote without a change-log entry (its backup was
+    // killed, a later one reused the pack) is found only by a full sync.
+    if (std::any_of(locations.begin(), locations.end(), [](const auto& l) { return !l; })) {
+      repo_.sync_catalog();
+      locations = repo_.catalog().find_blobs(ids);
+    }
     std::vector<BlobNeed*> found;
     found.reserve(asked.size());
     for (size_t i = 0; i < asked.size(); ++i) {

@@ -24,11 +24,18 @@ class KilledProcesses(KeelTestCase):
         """A backup of stdin fed 24 MiB and then held open: it has a lease and uploads in flight."""
         p = subprocess.Popen([KEEL, "backup", "--stdin", "--stdin-name", "big"], env=self.env,
                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        chunk = os.urandom(1 << 20)
-        for _ in range(24):
-            p.stdin.write(chunk)
+        # Distinct bytes (a repeated block dedupes to less than a pack), so
+        # once the backup has taken them all its last pack is still open.
+        p.stdin.write(os.urandom(24 << 20))
         p.stdin.flush()
         return p
+
+    def wait_until_settled(self):
+        """Waits until the backup holds a lease and an upload, and still does a moment later
+        (packs finish and new ones start while it reads)."""
+        def held():
+            return bool(self.store.list("running/") and self.uploads())
+        return wait_for(held) and (time.sleep(1.0) or wait_for(held))
 
     def uploads(self):
         tmp = os.path.join(self.repo, "tmp")
@@ -48,8 +55,7 @@ class KilledProcesses(KeelTestCase):
         self.init("--pack-size", "4")
         p = self.start_backup_from_pipe()
         try:
-            self.assertTrue(wait_for(lambda: self.store.list("running/") and self.uploads()),
-                            "the backup never had a lease and an upload in flight")
+            self.assertTrue(self.wait_until_settled(), "the backup never had a lease and an upload in flight")
         finally:
             self.kill(p)
         self.assertEqual(len(self.store.list("running/")), 1)
@@ -60,7 +66,7 @@ class KilledProcesses(KeelTestCase):
         # A live backup's lease and uploads are left alone.
         live = self.start_backup_from_pipe()
         try:
-            self.assertTrue(wait_for(lambda: self.store.list("running/") and self.uploads()))
+            self.assertTrue(self.wait_until_settled())
             self.keel("snapshots")
             self.assertEqual(len(self.store.list("running/")), 1)
             self.assertTrue(self.uploads())
