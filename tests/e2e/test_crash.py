@@ -30,12 +30,18 @@ class KilledProcesses(KeelTestCase):
         p.stdin.flush()
         return p
 
-    def wait_until_settled(self):
-        """Waits until the backup holds a lease and an upload, and still does a moment later
-        (packs finish and new ones start while it reads)."""
+    def start_settled_backup(self):
+        """A backup from a pipe that has taken all its input and sits with its lease and an
+        open upload. Chunk and pack boundaries are content-defined, so a run whose last chunk
+        sealed its pack has nothing open: that run is killed and another started."""
         def held():
             return bool(self.store.list("running/") and self.uploads())
-        return wait_for(held) and (time.sleep(1.0) or wait_for(held))
+        for _ in range(10):
+            p = self.start_backup_from_pipe()
+            if wait_for(held) and (time.sleep(1.0) or wait_for(held, timeout=3.0)):
+                return p
+            self.kill(p)
+        self.fail("no backup ever sat with a lease and an upload in flight")
 
     def uploads(self):
         tmp = os.path.join(self.repo, "tmp")
@@ -53,20 +59,15 @@ class KilledProcesses(KeelTestCase):
     @unittest.skipIf(ON_S3, "tmp/*.upload files are the local target's")
     def test_killed_backup_leaves_nothing_after_the_next_command(self):
         self.init("--pack-size", "4")
-        p = self.start_backup_from_pipe()
-        try:
-            self.assertTrue(self.wait_until_settled(), "the backup never had a lease and an upload in flight")
-        finally:
-            self.kill(p)
+        self.kill(self.start_settled_backup())
         self.assertEqual(len(self.store.list("running/")), 1)
         self.assertTrue(self.uploads())
         self.keel("snapshots")
         self.assertEqual(self.store.list("running/"), {})
         self.assertEqual(self.uploads(), [])
         # A live backup's lease and uploads are left alone.
-        live = self.start_backup_from_pipe()
+        live = self.start_settled_backup()
         try:
-            self.assertTrue(self.wait_until_settled())
             self.keel("snapshots")
             self.assertEqual(len(self.store.list("running/")), 1)
             self.assertTrue(self.uploads())
