@@ -10,8 +10,8 @@
 #include "engine/content.h"
 #include "engine/crypto.h"
 #include "engine/lease.h"
+#include "engine/pack_output.h"
 #include "util/error.h"
-#include "util/thread_pool.h"
 
 namespace keel::engine {
 namespace {
@@ -31,10 +31,8 @@ class SnapshotCopier {
         options_(options),
         progress_(progress),
         index_(to.catalog()),
-        part_size_(std::max(to.config().part_size, to.target().min_part_size())),
-        uploads_(2, kPartsInFlight),
-        budget_(kPartsInFlight * part_size_),
-        writer_(to.content(), PackWriterOptions{to.config().pack_size, part_size_}, uploads_, budget_) {}
+        output_(to.content(), to.config().pack_size, to.config().part_size, kPartsInFlight),
+        writer_(output_.writer()) {}
 
   // Records the ids of an earlier copy: `copied` is `source`'s copy, entry
   // for entry. A pair that does not match (it cannot, unless the
@@ -203,11 +201,8 @@ class SnapshotCopier {
   std::unordered_map<Id, Id, IdHash> chunks_;
   uint64_t chunks_reused_ = 0;
   uint64_t trees_sent_ = 0;
-  uint64_t part_size_;
-  // Destroyed in reverse: the writer waits for its uploads before the pool goes.
-  ThreadPool uploads_;
-  ByteBudget budget_;
-  ContentWriter writer_;
+  PackOutput output_;
+  ContentWriter& writer_;
 };
 
 bool same_source(const catalog::SnapshotRecord& a, const catalog::SnapshotRecord& b) {

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 
 #include "engine/change_log.h"
@@ -12,10 +11,10 @@
 #include "engine/live_blobs.h"
 #include "engine/content.h"
 #include "engine/pack.h"
+#include "engine/pack_output.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/host.h"
-#include "util/thread_pool.h"
 
 namespace keel::engine {
 namespace {
@@ -192,32 +191,14 @@ class PruneRun {
   // left where it is; its pack then stays in use when settled.
   void repack() {
     if (repacked_.empty()) return;
-    uint64_t part_size = std::max(kRepackPart, repo_.target().min_part_size());
-    ThreadPool uploads(2, kRepackPartsInFlight);
-    ByteBudget budget(kRepackPartsInFlight * part_size);
-    ContentWriter writer(repo_.content(), PackWriterOptions{repo_.config().pack_size, part_size}, uploads, budget);
-    // Copies each live blob still sealed, as read and checked.
-    struct Copier : BlobSink {
-      std::span<const catalog::BlobLocation> blobs;
-      ContentWriter& writer;
-      PruneResult& result;
-      std::mutex mu;
-      Copier(std::span<const catalog::BlobLocation> b, ContentWriter& w, PruneResult& r) : blobs(b), writer(w), result(r) {}
-      void deliver(size_t i, ByteView sealed) override {
-        const catalog::BlobRecord& blob = blobs[i].blob;
-        writer.add(blob.type, blob.id, blob.raw_length, sealed);
-        std::lock_guard lock(mu);
-        result.bytes_repacked += blob.stored_length;
-      }
-      void fail(size_t, const Error& error) override {
-        std::lock_guard lock(mu);
-        result.warnings.push_back(std::string(error.what()) + ": not repacked, the pack stays (run keel check)");
-      }
-    };
-    ReadOptions read_options{.form = BlobForm::kSealed,
-                             .readers = kRepackReaders,
-                             .memory_budget = kRepackReaders * kRepackRead,
+    PackOutput output(repo_.content(), repo_.config().pack_size, kRepackPart, kRepackPartsInFlight);
+    ContentWriter& writer = output.writer();
+    ReadOptions read_options{.readers = kRepackReaders, .memory_budget = kRepackReaders * kRepackRead,
                              .cancel = options_.cancel};
+    // A blob that fails its checksum stays where it is; its pack then stays in use.
+    auto not_repacked = [&](const Error& error) {
+      result_.warnings.push_back(std::string(error.what()) + ": not repacked, the pack stays (run keel check)");
+    };
     for (size_t i : repacked_) {
       check_cancel();
       const catalog::PackRecord& pack = packs_[i];
@@ -225,8 +206,8 @@ class PruneRun {
       for (catalog::BlobRecord& b : repo_.catalog().blobs_in_pack(pack.id)) {
         if (live_->live_in(b.id, i)) blobs.push_back({pack.id, std::move(b)});  // not a copy kept elsewhere
       }
-      Copier copier(blobs, writer, result_);
-      repo_.content().read(blobs, plan_reads(blobs, kRepackGap, kRepackRead), read_options, copier);
+      result_.bytes_repacked +=
+          copy_sealed(repo_.content(), blobs, kRepackGap, kRepackRead, read_options, writer, not_repacked).stored_bytes;
     }
     writer.flush();
     ChangeLogEntry logged;

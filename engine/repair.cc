@@ -1,7 +1,6 @@
 #include "engine/repair.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,9 +9,9 @@
 #include "engine/content.h"
 #include "engine/lease.h"
 #include "engine/pack.h"
+#include "engine/pack_output.h"
 #include "engine/sealed_object.h"
 #include "util/error.h"
-#include "util/thread_pool.h"
 
 namespace keel::engine {
 namespace {
@@ -161,26 +160,13 @@ class RepairRun {
       }
     }
     if (blobs.empty()) return;
-    uint64_t part_size = std::max(kSalvagePart, repo_.target().min_part_size());
-    ThreadPool uploads(2, kSalvagePartsInFlight);
-    ByteBudget budget(kSalvagePartsInFlight * part_size);
-    ContentWriter writer(repo_.content(), PackWriterOptions{repo_.config().pack_size, part_size}, uploads, budget);
-    struct Copier : BlobSink {
-      std::span<const catalog::BlobLocation> blobs;
-      ContentWriter& writer;
-      std::atomic<uint64_t> copied{0};
-      Copier(std::span<const catalog::BlobLocation> b, ContentWriter& w) : blobs(b), writer(w) {}
-      void deliver(size_t i, ByteView sealed) override {
-        writer.add(blobs[i].blob.type, blobs[i].blob.id, blobs[i].blob.raw_length, sealed);
-        ++copied;
-      }
-      void fail(size_t, const Error&) override {}  // found bad meanwhile: lost, as listed
-    } copier(blobs, writer);
-    ReadOptions read_options{.form = BlobForm::kSealed, .readers = 2, .memory_budget = 2 * kSalvageRead,
-                             .cancel = options_.cancel};
-    repo_.content().read(blobs, plan_reads(blobs, kSalvageGap, kSalvageRead), read_options, copier);
-    writer.flush();
-    result_.blobs_salvaged = copier.copied;
+    PackOutput output(repo_.content(), repo_.config().pack_size, kSalvagePart, kSalvagePartsInFlight);
+    ReadOptions read_options{.readers = 2, .memory_budget = 2 * kSalvageRead, .cancel = options_.cancel};
+    // A blob found bad meanwhile is lost, as listed.
+    SealedCopy copied = copy_sealed(repo_.content(), blobs, kSalvageGap, kSalvageRead, read_options, output.writer(),
+                                    [](const Error&) {});
+    output.writer().flush();
+    result_.blobs_salvaged = copied.blobs;
   }
 
   // Copies the object to damaged/<key>, then removes it: nothing is deleted.
