@@ -103,6 +103,12 @@ std::unique_ptr<engine::Repository> App::open_repository() {
   return engine::open_repository(repository_access(), password());
 }
 
+std::unique_ptr<engine::Repository> App::open_repository_append_only() {
+  targets::TargetOptions options = global.target;
+  options.object_acl = targets::kBucketOwnerFullControl;
+  return engine::Repository::open(targets::open_target(global.repo, options), {password(), global.catalog});
+}
+
 bool App::progress_enabled() const { return !global.json && !global.quiet && ::isatty(STDERR_FILENO); }
 
 void App::say(const std::string& line) const {

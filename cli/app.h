@@ -43,6 +43,10 @@ class App {
   // on the terminal. Throws Error(kUsage) if none can be had.
   std::string password(const std::string& prompt = "repository password: ");
   std::unique_ptr<engine::Repository> open_repository();
+  // For a writer whose credentials may only create objects: no clearing of
+  // dead processes' leftovers (which deletes), and objects written readable
+  // by the bucket's owner (targets::kBucketOwnerFullControl).
+  std::unique_ptr<engine::Repository> open_repository_append_only();
   // --repo and the options that go with it (engine/repository_access.h).
   engine::RepositoryAccess repository_access() const;
   // The target named by --repo; `create` makes the directory or bucket.

@@ -47,9 +47,7 @@ int cmd_backup(App& app, const Args& args) {
                 : agents::fs::make_fs_source(paths, agents::fs::FsOptions{.excludes = excludes, .one_file_system = one_fs});
   const std::optional<int> level =
       compression.empty() ? std::nullopt : std::optional<int>(engine::parse_compression(compression, "--compression"));
-  // Opening clears leftovers of dead processes, which deletes: append-only leaves them to the owner's prune.
-  auto repo = append_only ? engine::Repository::open(app.open_target(false), {app.password(), app.global.catalog})
-                          : app.open_repository();
+  auto repo = append_only ? app.open_repository_append_only() : app.open_repository();
 
   engine::BackupOptions options;
   options.tags = tags;

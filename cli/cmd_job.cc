@@ -105,9 +105,7 @@ int job_add(App& app, const Args& args) {
   }
   // Opening the repository proves the location and password work and finds
   // the catalog the runs will record their history in.
-  // (Append-only: without clearing dead processes' leftovers, which deletes.)
-  auto repo = job.append_only ? engine::Repository::open(app.open_target(false), {app.password(), app.global.catalog})
-                              : app.open_repository();
+  auto repo = job.append_only ? app.open_repository_append_only() : app.open_repository();
   job.repo = app.global.repo;
   job.endpoint = app.global.target.endpoint;
   job.region = app.global.target.region;

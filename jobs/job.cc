@@ -19,6 +19,7 @@ targets::TargetOptions Job::target_options() const {
   options.ca_file = ca_file;
   options.virtual_hosted = virtual_hosted;
   options.rdma = rdma;
+  if (append_only) options.object_acl = targets::kBucketOwnerFullControl;
   return options;
 }
 

@@ -47,6 +47,7 @@ std::unique_ptr<Target> open_bare_target(const std::string& location, const Targ
     client.http.ca_file = options.ca_file;
     client.http.insecure_tls = options.insecure_tls;
     client.http.timeout = options.io_timeout;
+    client.object_acl = options.object_acl;
     if (!options.rdma.empty()) client.rdma = open_rdma_channel(options.rdma);
     // Creating the bucket is the one request made before the decorators are on.
     std::atomic<uint64_t> retries{0};

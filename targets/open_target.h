@@ -13,6 +13,8 @@
 
 namespace keel::targets {
 
+inline constexpr const char* kBucketOwnerFullControl = "bucket-owner-full-control";
+
 struct TargetOptions {
   bool create = false;  // make the location if it does not exist (init)
   // S3: empty fields fall back to KEEL_S3_ENDPOINT / AWS_ENDPOINT_URL, the
@@ -31,6 +33,11 @@ struct TargetOptions {
   std::chrono::milliseconds io_timeout{60000};
   // S3: the gateway's RDMA data plane, "host:port" (docs/rdma.md); empty: HTTP only.
   std::string rdma;
+  // S3: a canned ACL for every object written (x-amz-acl); empty: none.
+  // Append-only writers send kBucketOwnerFullControl: on S3 an object belongs
+  // to the user who wrote it, and the bucket owner who prunes and restores
+  // could not read it otherwise.
+  std::string object_acl;
   // How transient failures are retried, and how hard the target is driven.
   RetryPolicy retry;
   TargetLimits limits;

@@ -235,9 +235,14 @@ S3Client::Request S3Client::upload_request(const std::string& bucket, const std:
   return r;
 }
 
+void S3Client::add_object_acl(Request& r) const {
+  if (!options_.object_acl.empty()) r.headers.emplace_back("x-amz-acl", options_.object_acl);
+}
+
 void S3Client::put_object(const std::string& bucket, const std::string& key, ByteView data) {
   std::optional<Bytes> digest;
   Request r = upload_request(bucket, key, {}, data, digest);
+  add_object_acl(r);
   HttpResponse resp = execute_payload(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string etag = unquote(resp.header("etag"));
@@ -248,6 +253,7 @@ void S3Client::put_object(const std::string& bucket, const std::string& key, Byt
 
 std::string S3Client::create_multipart_upload(const std::string& bucket, const std::string& key) {
   Request r{"POST", bucket, key, {{"uploads", ""}}, {}, {}, {}};
+  add_object_acl(r);
   HttpResponse resp = execute(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string id = parse_xml(resp.body, "CreateMultipartUpload").get<std::string>("InitiateMultipartUploadResult.UploadId", "");

@@ -30,6 +30,8 @@ struct S3ClientOptions {
   // Object payloads (PutObject and UploadPart bodies, ranged GETs) over RDMA
   // when set; HTTP carries whatever it declines or cannot fit in a slot.
   std::shared_ptr<RdmaChannel> rdma;
+  // A canned ACL (x-amz-acl) sent with every object created; empty: none.
+  std::string object_acl;
 };
 
 struct ObjectHead {
@@ -115,6 +117,8 @@ class S3Client {
   Request upload_request(const std::string& bucket, const std::string& key,
                          std::vector<std::pair<std::string, std::string>> query, ByteView data,
                          std::optional<Bytes>& md5_sent) const;
+  // Adds the configured canned ACL to a request that creates an object.
+  void add_object_acl(Request& request) const;
   // A request with an object payload (an upload's body, or a GET into
   // body_into): over RDMA when configured and the server agrees, else HTTP.
   HttpResponse execute_payload(Request request);

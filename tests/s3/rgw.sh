@@ -8,6 +8,7 @@
 #   eval "$(tests/s3/rgw.sh env)"      # S3_ENDPOINT S3_ACCESS_KEY S3_SECRET_KEY S3_REGION, and with
 #                                      # TLS S3_TLS_ENDPOINT S3_CA_FILE (see README.md)
 #   tests/s3/rgw.sh stop               # kills only the PIDs start recorded, removes $RGW_DIR
+#   tests/s3/rgw.sh user UID ACCESS SECRET   # one more S3 user, e.g. for bucket-policy tests
 #
 # Settings (environment): RGW_DIR (default /tmp/keel-rgw), RGW_PORT (18480), RGW_MON_PORT (RGW_PORT+1,
 # the monitor's msgr2 port; the OSD takes free ports in Ceph's 6800-7300 range), RGW_TLS_PORT (unset:
@@ -245,6 +246,13 @@ env_out() {
   echo "S3_REGION=$REGION"
 }
 
+add_user() { # uid access-key secret-key
+  [[ $# == 3 ]] || { echo "usage: $0 user UID ACCESS_KEY SECRET_KEY" >&2; return 2; }
+  timeout 60 radosgw-admin "${C[@]}" user create --uid "$1" --display-name "$1" \
+    --access-key "$2" --secret-key "$3" >>"$RGW_DIR/log/user.out" 2>&1 ||
+    { log "error: radosgw-admin user create $1 failed (log: $RGW_DIR/log/user.out)"; return 1; }
+}
+
 ours() { # pid: true if that PID is still a daemon of this instance (not a recycled PID)
   tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF -- "-c $CONF "
 }
@@ -281,5 +289,6 @@ case ${1:-} in
   stop) stop ;;
   env) env_out ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|env|status" >&2; exit 2 ;;
+  user) shift; add_user "$@" ;;
+  *) echo "usage: $0 start|stop|env|status|user" >&2; exit 2 ;;
 esac
