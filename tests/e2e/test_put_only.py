@@ -123,6 +123,27 @@ class PutOnlyTest(KeelTestCase):
             self.assertEqual(second["chunks_added"], 0, name)
         self.keel("check", "--read-data")
 
+    def test_full_key_repacks_put_only_packs(self):
+        # Repack opens each blob under its old pack's key and seals it under its own.
+        env = {"KEEL_REPO": self.path("small")}
+        self.keel("init", "--format", "2", "--pack-size", "1", "--chunk-min", "16", "--chunk-avg", "64",
+                  "--chunk-max", "256", env=env)
+        self.keel("key", "add", "--put-only", env={**env, "KEEL_NEW_PASSWORD": PUT})
+        put_env = {**self.put_env, **env}
+        src = self.path("src")
+        write_tree(src, "r", files=24, size=100 << 10)
+        self.keel("backup", src, env=put_env)
+        for i in range(0, 24, 2):
+            os.remove(os.path.join(src, "finance", f"payroll-r-{i}.xlsx"))
+        self.keel("backup", src, env=put_env)
+        self.keel("forget", "--keep-last", "1", env=env)
+        result = json.loads(self.keel("prune", "--grace", "0", "--repack-threshold", "90%", "--json", env=env).stdout)
+        self.assertGreater(result["packs_repacked"], 0)
+        self.keel("check", "--read-data", env=env)
+        out = self.path("out")
+        self.keel("restore", "latest", "--target", out, env=env)
+        self.assertEqual(tree_state(out + src), tree_state(src))
+
     def test_format_1_refuses_put_only_keys(self):
         repo1 = self.path("repo1")
         self.keel("init", env={"KEEL_REPO": repo1})
