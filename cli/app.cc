@@ -99,8 +99,10 @@ std::unique_ptr<targets::Target> App::open_target(bool create) {
   return targets::open_target(global.repo, options);
 }
 
-std::unique_ptr<engine::Repository> App::open_repository() {
-  return engine::open_repository(repository_access(), password());
+std::unique_ptr<engine::Repository> App::open_repository(std::string_view full_key_command) {
+  auto repo = engine::open_repository(repository_access(), password());
+  if (!full_key_command.empty()) repo->require_full_key(full_key_command);
+  return repo;
 }
 
 std::unique_ptr<engine::Repository> App::open_repository_append_only() {

@@ -42,7 +42,9 @@ class App {
   // The repository password: KEEL_PASSWORD, the password file, or a prompt
   // on the terminal. Throws Error(kUsage) if none can be had.
   std::string password(const std::string& prompt = "repository password: ");
-  std::unique_ptr<engine::Repository> open_repository();
+  // With `full_key_command` (e.g. "keel restore"), refuses with exit 2 unless
+  // the password opened a full key (put-only keys read nothing back).
+  std::unique_ptr<engine::Repository> open_repository(std::string_view full_key_command = {});
   // For a writer whose credentials may only create objects: no clearing of
   // dead processes' leftovers (which deletes), and objects written readable
   // by the bucket's owner (targets::kBucketOwnerFullControl).

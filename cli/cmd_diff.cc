@@ -41,7 +41,7 @@ int cmd_diff(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
   if (from_spec.empty() || to_spec.empty()) throw Error(ErrorKind::kUsage, "diff needs two snapshots: A B");
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel diff");
   const catalog::SnapshotRecord from = repo->find_snapshot(from_spec), to = repo->find_snapshot(to_spec);
   Json j;
   j.begin_object().field("from", from.id.hex()).field("to", to.id.hex()).key("changes").begin_array();

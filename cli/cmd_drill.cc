@@ -60,7 +60,7 @@ int cmd_drill(App& app, const Args& args) {
   options.cancel = &App::cancel;
   options.keep_scratch = keep;
 
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel drill");
   engine::DrillReport report = engine::run_drill(*repo, options);
   std::string json = drill_report_json(report);
   repo->catalog().add_drill(drill_record(report, json));

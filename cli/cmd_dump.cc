@@ -21,7 +21,7 @@ int cmd_dump(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
   if (spec.empty() || path.empty()) throw Error(ErrorKind::kUsage, "dump needs a SNAPSHOT and a PATH in it");
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel dump");
   const catalog::SnapshotRecord snapshot = repo->find_snapshot(spec);
   const engine::TreeEntry entry = engine::find_entry(*repo, snapshot, path);
   if (entry.meta.type == engine::NodeType::kFile) {

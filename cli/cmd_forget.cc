@@ -80,7 +80,7 @@ int cmd_forget(App& app, const Args& args) {
   engine::plan_forget({}, selection, policy, grouping);  // refuses an empty policy before asking for a password
   engine::PruneOptions prune_options_parsed = prune_options(prune_flags, dry_run);
 
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel forget");
   std::vector<engine::ForgetDecision> decisions = engine::forget(*repo, selection, policy, grouping, dry_run);
   size_t kept = 0;
   for (const auto& d : decisions) kept += d.keep;

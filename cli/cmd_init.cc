@@ -15,6 +15,7 @@ int cmd_init(App& app, const Args& args) {
            max_kib = config.chunker.max_size / 1024;
   uint64_t pack_mib = config.pack_size >> 20;
   std::string compression = engine::compression_name(engine::kCompressionDefault);
+  uint32_t format = 1;
   po::options_description opts("keel init [options]: create an encrypted repository");
   opts.add_options()
       ("chunk-min", count_option(&min_kib, "--chunk-min", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(min_kib)), "smallest chunk, KiB")
@@ -22,13 +23,16 @@ int cmd_init(App& app, const Args& args) {
       ("chunk-max", count_option(&max_kib, "--chunk-max", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(max_kib)), "largest chunk, KiB")
       ("compression", po::value(&compression)->default_value(compression),
        "repository default: off, fast, default, max, or a zstd level (-7..19; 0 is off)")
-      ("pack-size", count_option(&pack_mib, "--pack-size", 1, kMaxPackMib, "MiB")->default_value(std::to_string(pack_mib)), "target pack size, MiB");
+      ("pack-size", count_option(&pack_mib, "--pack-size", 1, kMaxPackMib, "MiB")->default_value(std::to_string(pack_mib)), "target pack size, MiB")
+      ("format", count_option(&format, "--format", 1, 2)->default_value("1"),
+       "repository format: 1, or 2 for put-only keys (keel key add --put-only; needs this keel or newer)");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   config.chunker = {min_kib * 1024, avg_kib * 1024, max_kib * 1024};
   config.chunker.validate();
   config.compression_level = engine::parse_compression(compression, "--compression");
   config.pack_size = pack_mib << 20;
+  config.version = format;
 
   auto target = app.open_target(/*create=*/true);
   engine::OpenOptions options;
@@ -40,12 +44,13 @@ int cmd_init(App& app, const Args& args) {
     j.begin_object()
         .field("repository", repo->target().describe())
         .field("id", repo->config().repository_id.hex())
+        .field("format", static_cast<uint64_t>(repo->config().version))
         .field("catalog", repo->catalog_path())
         .end_object();
     std::cout << j.str() << "\n";
   } else {
-    app.say("created keel repository " + repo->config().repository_id.short_hex() + " at " +
-            repo->target().describe());
+    app.say("created keel repository " + repo->config().repository_id.short_hex() + " (format " +
+            std::to_string(repo->config().version) + ") at " + repo->target().describe());
     app.say("catalog: " + repo->catalog_path());
   }
   return 0;

@@ -30,17 +30,21 @@ std::string new_password(const std::string& file) {
 
 int cmd_key(App& app, const Args& args) {
   std::string action, id, new_password_file;
+  bool put_only = false;
   po::options_description opts("keel key list|add|remove ID: manage the passwords that open the repository");
   opts.add_options()
       ("action", po::value(&action), "list, add or remove")
       ("id", po::value(&id), "key slot id (or a unique prefix) for remove")
-      ("new-password-file", po::value(&new_password_file), "read the new password from this file (add)");
+      ("new-password-file", po::value(&new_password_file), "read the new password from this file (add)")
+      ("put-only", po::bool_switch(&put_only),
+       "add: a key that writes backups but reads nothing back (format-2 repositories; docs/repository-format.md)");
   po::positional_options_description pos;
   pos.add("action", 1).add("id", 1);
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
   if (action.empty()) throw Error(ErrorKind::kUsage, "key needs an action: list, add or remove");
-  auto repo = app.open_repository();
+  if (put_only && action != "add") throw Error(ErrorKind::kUsage, "--put-only goes with key add");
+  auto repo = app.open_repository("keel key");
   if (action == "list") {
     auto slots = repo->list_key_slots();
     Json j;
@@ -54,10 +58,12 @@ int cmd_key(App& app, const Args& args) {
             .field("created", iso_time(s.created_unix * 1000000000))
             .field("host", s.host)
             .field("username", s.username)
+            .field("kind", std::string(engine::key_kind_name(s.kind)))
             .end_object();
       } else {
-        std::printf("%s %s  %s  %s@%s\n", current ? "*" : " ", s.id.short_hex().c_str(),
-                    local_time(s.created_unix * 1000000000).c_str(), s.username.c_str(), s.host.c_str());
+        std::printf("%s %s  %-8s  %s  %s@%s\n", current ? "*" : " ", s.id.short_hex().c_str(),
+                    std::string(engine::key_kind_name(s.kind)).c_str(), local_time(s.created_unix * 1000000000).c_str(),
+                    s.username.c_str(), s.host.c_str());
       }
     }
     j.end_array();
@@ -65,11 +71,13 @@ int cmd_key(App& app, const Args& args) {
     return 0;
   }
   if (action == "add") {
-    engine::KeySlotInfo slot = repo->add_key_slot(new_password(new_password_file));
+    engine::KeySlotInfo slot = repo->add_key_slot(new_password(new_password_file),
+                                                  put_only ? engine::KeyKind::kPutOnly : engine::KeyKind::kFull);
+    std::string kind(engine::key_kind_name(slot.kind));
     if (app.global.json) {
-      std::cout << Json().begin_object().field("id", slot.id.hex()).end_object().str() << "\n";
+      std::cout << Json().begin_object().field("id", slot.id.hex()).field("kind", kind).end_object().str() << "\n";
     } else {
-      app.say("added key slot " + slot.id.short_hex());
+      app.say("added " + kind + " key slot " + slot.id.short_hex());
     }
     return 0;
   }

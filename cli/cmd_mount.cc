@@ -66,7 +66,7 @@ int cmd_mount(App& app, const Args& args) {
   options.uid = ::getuid();
   options.gid = ::getgid();
 
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel mount");
   std::unique_ptr<engine::mount::MountSource> source = engine::mount::repository_source(*repo);
   std::unique_ptr<engine::mount::SnapshotFs> fs;
   {

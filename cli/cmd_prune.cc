@@ -18,7 +18,7 @@ int cmd_prune(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   engine::PruneOptions options = prune_options(flags, dry_run);
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel prune");
   engine::PruneResult result;
   {
     ProgressLine line(app.progress_enabled(), [](double t) { return "[" + human_duration(t) + "] pruning"; });

@@ -15,7 +15,7 @@ int cmd_repair(App& app, const Args& args) {
   opts.add_options()("dry-run,n", po::bool_switch(&dry_run), "only report what would be moved and what is lost");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel repair");
   engine::RepairResult result = engine::repair(*repo, {.dry_run = dry_run, .cancel = &App::cancel});
   if (app.global.json) {
     Json j;

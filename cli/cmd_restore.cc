@@ -37,7 +37,7 @@ int cmd_restore(App& app, const Args& args) {
   if (spec.empty()) throw Error(ErrorKind::kUsage, "which snapshot? give an id or 'latest'");
   if (!to_stdout.empty()) {
     if (!target.empty()) throw Error(ErrorKind::kUsage, "give --target or --stdout, not both");
-    auto repo = app.open_repository();
+    auto repo = app.open_repository("keel restore");
     engine::stream_file(*repo, repo->find_snapshot(spec), to_stdout, STDOUT_FILENO);
     return 0;
   }
@@ -69,7 +69,7 @@ int cmd_restore(App& app, const Args& args) {
   options.readers = readers;
   options.cancel = &App::cancel;
 
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel restore");
   catalog::SnapshotRecord snap = repo->find_snapshot(spec);
   engine::RestoreProgress progress;
   auto start = std::chrono::steady_clock::now();

@@ -27,15 +27,19 @@ int cmd_snapshots(App& app, const Args& args) {
   if (!app.parse(args, opts, {}, vm)) return 0;
   auto repo = app.open_repository();
   auto snaps = repo->catalog().list_snapshots();
+  // A put-only key reads snapshot headers alone (its own snapshots' records
+  // come from its catalog; the rest are not for it to see).
+  const bool headers_only = repo->put_only();
   if (app.global.json) {
     Json j;
     j.begin_array();
     for (const auto& s : snaps) {
-      j.begin_object()
-          .field("id", s.id.hex())
-          .field("time", iso_time(s.time_ns))
-          .field("host", s.host)
-          .field("username", s.username)
+      j.begin_object().field("id", s.id.hex()).field("time", iso_time(s.time_ns)).field("host", s.host);
+      if (headers_only) {
+        j.field("tags", s.tags).field("parent", s.parent ? s.parent->hex() : "").end_object();
+        continue;
+      }
+      j.field("username", s.username)
           .field("paths", s.paths)
           .field("tags", s.tags)
           .field("parent", s.parent ? s.parent->hex() : "")
@@ -48,6 +52,15 @@ int cmd_snapshots(App& app, const Args& args) {
     }
     j.end_array();
     std::cout << j.str() << "\n";
+    return 0;
+  }
+  if (headers_only) {
+    std::printf("%-8s  %-19s  %-12s  %s\n", "ID", "TIME", "HOST", "TAGS");
+    for (const auto& s : snaps) {
+      std::printf("%-8s  %-19s  %-12s  %s\n", s.id.short_hex().c_str(), local_time(s.time_ns).c_str(), s.host.c_str(),
+                  comma_joined(s.tags).c_str());
+    }
+    std::printf("%zu snapshots (a put-only key sees times, hosts and tags only)\n", snaps.size());
     return 0;
   }
   std::printf("%-8s  %-19s  %-12s  %10s  %10s  %s\n", "ID", "TIME", "HOST", "SIZE", "ADDED", "PATHS");
@@ -73,7 +86,7 @@ int cmd_ls(App& app, const Args& args) {
   pos.add("snapshot", 1).add("path", 1);
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel ls");
   catalog::SnapshotRecord snap = repo->find_snapshot(snapshot);
   std::string base = path;
   if (base.empty() || base[0] != '/') base = "/" + base;
@@ -129,7 +142,7 @@ int cmd_find(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
   if (pattern.empty()) throw Error(ErrorKind::kUsage, "find needs a PATTERN");
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel find");
   std::vector<catalog::SnapshotRecord> snaps;
   if (snapshot.empty()) {
     snaps = repo->catalog().list_snapshots();

@@ -42,7 +42,7 @@ int cmd_stats(App& app, const Args& args) {
   pos.add("snapshot", -1);
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel stats");
   std::vector<catalog::SnapshotRecord> snapshots;
   if (specs.empty()) {
     snapshots = repo->catalog().list_snapshots();

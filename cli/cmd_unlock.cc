@@ -52,12 +52,12 @@ int cmd_unlock(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
 
-  auto repo = app.open_repository();
+  auto repo = app.open_repository("keel unlock");
   const int64_t now = engine::unix_now();
   std::vector<Found> remove, keep;
   for (const auto& [prefix, kind] : {std::pair{engine::kLockPrefix, "maintenance lock"},
                                      std::pair{engine::kRunningPrefix, "backup"}}) {
-    for (engine::LeaseRecord& lease : engine::list_leases(repo->target(), repo->keys().data, prefix)) {
+    for (engine::LeaseRecord& lease : engine::list_leases(repo->target(), repo->keys().index, prefix)) {
       Found f{engine::lease_key(prefix, lease.id), kind, std::move(lease)};
       (all || f.lease.stale(now) ? remove : keep).push_back(std::move(f));
     }

@@ -128,7 +128,7 @@ class BackupRun : public SourceSink {
       frame->path = join_path(parent.path, dir.name);
       if (parent.parent_tree) {
         const TreeEntry* before = parent.parent_tree->find(dir.name);
-        if (before && before->meta.type == NodeType::kDir) frame->parent_tree = repo_.load_tree(before->subtree);
+        if (before && before->meta.type == NodeType::kDir) frame->parent_tree = parent_tree(before->subtree);
       }
       PendingEntry entry;
       entry.meta = dir;
@@ -341,8 +341,17 @@ class BackupRun : public SourceSink {
       progress_.bytes_added += sealed.size();
       packs_.add(catalog::BlobType::kTree, id, static_cast<uint32_t>(body.size()), sealed);
       repo_.cache_tree(id, body);
+    } else if (repo_.put_only()) {
+      repo_.cache_tree(id, body);  // its next run compares against it: it cannot read it back
     }
     dir.slot->tree = id;
+  }
+
+  // A put-only key compares against the trees its catalog holds (those it
+  // wrote); a directory it has none for is read in full, its chunks still
+  // deduplicated by id.
+  std::optional<Tree> parent_tree(const Id& id) {
+    return repo_.put_only() ? repo_.cached_tree(id) : repo_.load_tree(id);
   }
 
   Repository& repo_;
@@ -374,7 +383,8 @@ std::optional<catalog::SnapshotRecord> pick_parent(Repository& repo, const Backu
   if (options.parent) return repo.catalog().get_snapshot(*options.parent);
   std::vector<catalog::SnapshotRecord> all = repo.catalog().list_snapshots();
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (it->host == host && it->paths == paths) return *it;
+    // A put-only key knows the paths and trees of its own snapshots alone.
+    if (it->host == host && it->paths == paths && (!repo.put_only() || repo.catalog().get_tree(it->root))) return *it;
   }
   return std::nullopt;
 }
@@ -390,7 +400,7 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   // before the catalog is synced, so a prune that condemns a pack after this
   // run read the condemnations sees the lease and keeps the pack until the
   // run has ended (docs/maintenance.md).
-  Lease running(repo.target(), repo.keys().data, kRunningPrefix, LeaseOptions::for_access(options.append_only));
+  Lease running(repo.target(), repo.keys().index, kRunningPrefix, LeaseOptions::for_access(options.append_only));
   // Index packs an interrupted run (or another host) left on the target, so
   // this run reuses them instead of uploading their chunks again, and learn
   // which packs prune condemned or deleted (the repository was opened with

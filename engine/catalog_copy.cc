@@ -140,6 +140,9 @@ CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep) {
 }
 
 std::string try_save_catalog_copy(Repository& repo, size_t keep) {
+  // Copies are sealed under the data key, which a put-only key lacks; its
+  // history stays in the host's own catalog (repository-format.md).
+  if (repo.put_only()) return {};
   try {
     save_catalog_copy(repo, keep);
     return {};
@@ -149,6 +152,7 @@ std::string try_save_catalog_copy(Repository& repo, size_t keep) {
 }
 
 HistoryImport import_newest_history(Repository& repo) {
+  if (repo.put_only()) return {};
   std::vector<CatalogCopyInfo> copies = list_copies(repo.target());
   for (auto copy = copies.rbegin(); copy != copies.rend(); ++copy) {
     try {

@@ -45,6 +45,7 @@ std::vector<DamagedObject> find_damaged_records(Repository& repo) {
 
 CheckResult run_check(Repository& repo, const CheckOptions& options,
                       const std::function<void(uint64_t, uint64_t)>& on_progress) {
+  if (options.read_data) repo.require_full_key("check --read-data");
   CheckResult result;
   // A prune on another host may delete packs between the sync and the
   // listing (after moving what they held): sync again until both agree, so
@@ -82,7 +83,7 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   for (const auto& [id, size] : on_target) {
     if (indexed.count(id)) continue;
     try {
-      read_pack_header(repo.target(), repo.keys().data, id, size);
+      read_pack_header(repo.target(), repo.keys().index, id, size);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kIntegrity) throw;
       result.problems.push_back({"pack " + id.hex() + " is damaged and cannot be indexed: " + e.what(), {}});
@@ -113,6 +114,9 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   // from its pack and authenticated (the catalog caches their bodies).
   std::map<Id, std::string> seen_trees;
   for (const auto& snap : snapshots) {
+    // A put-only key cannot open trees: it checks packs, their headers and
+    // the snapshot headers only.
+    if (repo.put_only()) break;
     if (seen_trees.emplace(snap.root, snap.id.short_hex() + ":/").second) ++result.trees;
     try {
       walk_snapshot(repo, snap, "/", [&](const std::string& path, const TreeEntry& e) {

@@ -18,13 +18,13 @@ void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int level,
     compressor = std::make_unique<Compressor>(level);
     compressor_level = level;
   }
-  seal_blob(repo.keys().data, level != kCompressionOff ? compressor.get() : nullptr, id, chunk, sealed, scratch);
+  seal_blob(repo.write_key(), level != kCompressionOff ? compressor.get() : nullptr, id, chunk, sealed, scratch);
 }
 
 void seal_tree(const Repository& repo, const Id& id, ByteView body, Bytes& sealed) {
   thread_local Compressor compressor(kTreeCompressionLevel);
   thread_local Bytes scratch;
-  seal_blob(repo.keys().data, &compressor, id, body, sealed, scratch);
+  seal_blob(repo.write_key(), &compressor, id, body, sealed, scratch);
 }
 
 }  // namespace keel::engine

@@ -1,5 +1,6 @@
 // How a repository stores one data chunk (and one tree): sealed (zstd at the given level
-// when it shrinks the chunk, then AES-256-GCM under the data key with
+// when it shrinks the chunk, then AES-256-GCM under the repository's write key (the data key in format 1,
+// this process's blob key in format 2: pack_keys.h) with
 // the chunk's keyed id as associated data). Shared by backups and the
 // gateway's dedupe buckets so that both write the same blobs.
 #pragma once

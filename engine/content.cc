@@ -42,11 +42,13 @@ ByteView checked(targets::Target& target, const Id& pack, const catalog::BlobRec
   return sealed;
 }
 
+std::string blob_where(targets::Target& target, const Id& pack, const catalog::BlobRecord& blob) {
+  return "blob " + blob.id.short_hex() + " in " + pack_where(target, pack) + " at offset " + std::to_string(blob.offset);
+}
+
 void open_checked(const Key256& key, targets::Target& target, const Id& pack, const catalog::BlobRecord& blob,
                   ByteView sealed, Bytes& raw, Bytes& scratch) {
-  open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch,
-            "blob " + blob.id.short_hex() + " in " + pack_where(target, pack) + " at offset " +
-                std::to_string(blob.offset));
+  open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch, blob_where(target, pack, blob));
 }
 
 }  // namespace
@@ -75,8 +77,17 @@ std::vector<PackRange> plan_reads(std::span<const catalog::BlobLocation> blobs, 
   return ranges;
 }
 
-Content::Content(targets::Target& target, const Key256& data_key, catalog::PackIndex& index)
-    : target_(target), key_(data_key), index_(index) {}
+Content::Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& index)
+    : target_(target), keys_(keys), index_(index) {}
+
+ByteView Content::handed_on(const Id& pack, const catalog::BlobRecord& blob, ByteView sealed, Bytes& scratch,
+                            Bytes& out) {
+  if (!keys_.reseal_copies()) return sealed;
+  open_sealed(keys_.blob_key(pack), sealed, blob.id.view(), scratch, blob_where(target_, pack, blob));
+  out.clear();
+  seal(keys_.write_key(), scratch, blob.id.view(), out);
+  return out;
+}
 
 Bytes Content::read(const Id& blob) {
   std::optional<catalog::BlobLocation> loc = index_.find_blob(blob);
@@ -93,7 +104,7 @@ Bytes Content::read(const Id& blob) {
     fetch(target_, loc->pack, loc->blob.offset, sealed);
   }
   Bytes raw, scratch;
-  open_checked(key_, target_, loc->pack, loc->blob, checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw,
+  open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob, checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw,
                scratch);
   return raw;
 }
@@ -116,7 +127,7 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
 
   auto read_range = [&](const PackRange& range) {
-    thread_local Bytes raw, scratch;
+    thread_local Bytes raw, scratch, resealed;
     std::shared_ptr<uint8_t[]> buf = buffers.get();  // waits while the budget is spent
     ByteView data(buf.get(), range.length);
     try {
@@ -130,14 +141,18 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
       return;
     }
     bytes_read += range.length;
+    std::optional<Key256> key;  // the pack's blob key, looked up once per range
     for (size_t i : range.blobs) {
       const catalog::BlobRecord& b = blobs[i].blob;
       ByteView out;
       try {
         out = checked(target_, range.pack, b, data, range.offset);
         if (options.form == BlobForm::kOpened) {
-          open_checked(key_, target_, range.pack, b, out, raw, scratch);
+          if (!key) key = keys_.blob_key(range.pack);
+          open_checked(*key, target_, range.pack, b, out, raw, scratch);
           out = raw;
+        } else {
+          out = handed_on(range.pack, b, out, scratch, resealed);
         }
       } catch (const Error& e) {
         sink.fail(i, e);
@@ -184,7 +199,7 @@ void Content::read_relocated(const PackRange& range, std::span<const catalog::Bl
                              BlobSink& sink, const Error& missing) {
   std::vector<Id> ids;
   for (size_t i : range.blobs) ids.push_back(blobs[i].blob.id);
-  Bytes sealed, raw, scratch;
+  Bytes sealed, raw, scratch, resealed;
   for (size_t n = 0; n < ids.size(); ++n) {
     size_t i = range.blobs[n];
     // The hook runs once per range: the blobs after the first find the index already updated.
@@ -200,8 +215,10 @@ void Content::read_relocated(const PackRange& range, std::span<const catalog::Bl
       fetch(target_, loc->pack, loc->blob.offset, sealed);
       out = checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset);
       if (form == BlobForm::kOpened) {
-        open_checked(key_, target_, loc->pack, loc->blob, out, raw, scratch);
+        open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob, out, raw, scratch);
         out = raw;
+      } else {
+        out = handed_on(loc->pack, loc->blob, out, scratch, resealed);
       }
     } catch (const Error& e) {
       sink.fail(i, e);
@@ -262,7 +279,7 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
   try {
     // The pack's own header against the index's entries for this pack (not
     // for other copies of its blobs elsewhere).
-    std::vector<catalog::BlobRecord> header = read_pack_header(target_, key_, pack.id, pack.size);
+    std::vector<catalog::BlobRecord> header = read_pack_header(target_, keys_.header_key(), pack.id, pack.size);
     std::map<Id, uint64_t> in_header, in_index;
     for (const catalog::BlobRecord& b : header) in_header.emplace(b.id, b.offset);
     for (const catalog::BlobRecord& b : blobs) in_index.emplace(b.id, b.offset);
@@ -282,9 +299,9 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
 
 ContentWriter::ContentWriter(Content& content, PackWriterOptions options, ThreadPool& uploads, ByteBudget& budget)
     : index_(content.index_),
-      data_(content.target_, content.key_, catalog::BlobType::kData, options, uploads, budget,
+      data_(content.target_, content.keys_, catalog::BlobType::kData, options, uploads, budget,
             [this](auto& pack, auto& blobs) { commit(pack, blobs); }),
-      trees_(content.target_, content.key_, catalog::BlobType::kTree, options, uploads, budget,
+      trees_(content.target_, content.keys_, catalog::BlobType::kTree, options, uploads, budget,
              [this](auto& pack, auto& blobs) { commit(pack, blobs); }) {}
 
 void ContentWriter::add(catalog::BlobType type, const Id& id, uint32_t raw_length, ByteView sealed) {

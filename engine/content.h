@@ -25,6 +25,7 @@
 #include "engine/change_log.h"
 #include "engine/crypto.h"
 #include "engine/pack.h"
+#include "engine/pack_keys.h"
 #include "targets/target.h"
 #include "util/bytes.h"
 #include "util/error.h"
@@ -83,9 +84,9 @@ struct PackScrub {
 
 class Content {
  public:
-  // `data_key` seals blobs and pack headers; `index` locates blobs and
+  // `keys` seal and open blobs and pack headers; `index` locates blobs and
   // receives committed packs. All three must outlive this object.
-  Content(targets::Target& target, const Key256& data_key, catalog::PackIndex& index);
+  Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& index);
 
   // One blob, located through the index, checked and opened. Throws
   // Error(kNotFound) if it is not indexed, Error(kIntegrity) if damaged.
@@ -119,8 +120,13 @@ class Content {
   void read_relocated(const PackRange& range, std::span<const catalog::BlobLocation> blobs, BlobForm form,
                       BlobSink& sink, const Error& missing);
 
+  // The stored bytes of a blob handed on sealed: as they are, or (format 2)
+  // sealed again under this process's key, since the pack they go to names
+  // only that one.
+  ByteView handed_on(const Id& pack, const catalog::BlobRecord& blob, ByteView sealed, Bytes& scratch, Bytes& out);
+
   targets::Target& target_;
-  const Key256& key_;
+  PackKeys& keys_;
   catalog::PackIndex& index_;
   PackMissing on_pack_missing_;
 };

@@ -226,7 +226,7 @@ CopyResult copy_snapshots(Repository& from, Repository& to, const CopyOptions& o
   // Tells a prune of the destination that this run may use any pack it
   // indexes now (as a backup does, backup.cc).
   std::optional<Lease> running;
-  if (!options.dry_run) running.emplace(to.target(), to.keys().data, kRunningPrefix);
+  if (!options.dry_run) running.emplace(to.target(), to.keys().index, kRunningPrefix);
   from.sync_catalog();
   to.sync_catalog();
 

@@ -14,28 +14,71 @@ namespace {
 // authentication). KEELKEY1 slots, without it, are still read.
 constexpr std::string_view kSlotMagic = "KEELKEY2";
 constexpr std::string_view kSlotMagicV1 = "KEELKEY1";
+// Format 2: the slot names the key's kind, which its box is bound to.
+constexpr std::string_view kSlotMagicV3 = "KEELKEY3";
 constexpr size_t kChecksumSize = 8;
 constexpr size_t kSaltSize = 32;
 
+// Format 1: data, id, chunker. Format 2, full: data, id, chunker, index,
+// private key; put-only: id, chunker, index, public key.
 Bytes encode_keys(const MasterKeys& keys) {
   Encoder e;
-  e.raw(keys.data);
+  if (keys.full()) e.raw(keys.data);
   e.raw(keys.id);
   e.raw(keys.chunker);
+  if (keys.format >= 2) {
+    e.raw(keys.index);
+    e.raw(keys.full() ? keys.sealing.private_key : keys.sealing.public_key);
+  }
   return e.take();
+}
+
+// What the slot's box is bound to: its id, and in format 2 the key's kind.
+Bytes slot_associated(const KeySlotInfo& info, bool versioned) {
+  Bytes ad(info.id.view().begin(), info.id.view().end());
+  if (versioned) ad.push_back(static_cast<uint8_t>(info.kind));
+  return ad;
 }
 
 }  // namespace
 
-MasterKeys MasterKeys::generate() { return {random_key(), random_key(), random_key()}; }
+std::string_view key_kind_name(KeyKind kind) { return kind == KeyKind::kPutOnly ? "put-only" : "full"; }
+
+MasterKeys MasterKeys::generate(uint32_t format) {
+  MasterKeys keys;
+  keys.format = format;
+  keys.data = random_key();
+  keys.id = random_key();
+  keys.chunker = random_key();
+  if (format >= 2) {
+    keys.index = random_key();
+    keys.sealing = SealingKeyPair::generate();
+  } else {
+    keys.index = keys.data;
+  }
+  return keys;
+}
+
+MasterKeys MasterKeys::put_only() const {
+  if (format < 2) throw Error(ErrorKind::kUsage, "put-only keys need repository format 2");
+  MasterKeys keys = *this;
+  keys.kind = KeyKind::kPutOnly;
+  keys.data = Key256{};
+  keys.sealing.private_key = Key256{};
+  return keys;
+}
 
 Bytes seal_key_slot(const MasterKeys& keys, const KeySlotInfo& info, std::string_view password,
                     const ScryptParams& params) {
   Key256 salt = random_key();
   Key256 kek = derive_key(password, salt, params);
+  const bool versioned = keys.format >= 2;
+  KeySlotInfo slot_info = info;
+  slot_info.kind = keys.kind;
   Encoder e;
-  e.raw(as_bytes(kSlotMagic));
+  e.raw(as_bytes(versioned ? kSlotMagicV3 : kSlotMagic));
   e.id(info.id);
+  if (versioned) e.u8(static_cast<uint8_t>(keys.kind));
   e.svarint(info.created_unix);
   e.str(info.host);
   e.str(info.username);
@@ -43,7 +86,7 @@ Bytes seal_key_slot(const MasterKeys& keys, const KeySlotInfo& info, std::string
   e.varint(params.r);
   e.varint(params.p);
   e.raw(salt);
-  e.bytes(seal(kek, encode_keys(keys), info.id.view()));
+  e.bytes(seal(kek, encode_keys(keys), slot_associated(slot_info, versioned)));
   Bytes slot = e.take();
   Encoder checksum;
   checksum.u64(xxh3_64(slot));
@@ -55,6 +98,7 @@ Bytes seal_key_slot(const MasterKeys& keys, const KeySlotInfo& info, std::string
 namespace {
 
 struct DecodedSlot {
+  bool versioned = false;  // KEELKEY3
   KeySlotInfo info;
   ScryptParams params;
   ByteView salt;
@@ -71,7 +115,7 @@ ByteView checked_body(ByteView slot, const std::string& what) {
   if (slot.size() < kSlotMagic.size()) damaged(what, "truncated to " + std::to_string(slot.size()) + " bytes");
   const std::string_view magic = as_chars(slot.first(kSlotMagic.size()));
   if (magic == kSlotMagicV1) return slot;
-  if (magic != kSlotMagic) damaged(what, "it does not start as a keel key slot");
+  if (magic != kSlotMagic && magic != kSlotMagicV3) damaged(what, "it does not start as a keel key slot");
   if (slot.size() < kSlotMagic.size() + kChecksumSize) damaged(what, "truncated");
   const ByteView body = slot.first(slot.size() - kChecksumSize);
   Decoder sum(slot.last(kChecksumSize), what);
@@ -81,9 +125,14 @@ ByteView checked_body(ByteView slot, const std::string& what) {
 
 DecodedSlot decode_slot(ByteView slot, const std::string& what) {
   Decoder d(checked_body(slot, what), what);
-  d.raw(kSlotMagic.size());  // checked above
   DecodedSlot s;
+  s.versioned = as_chars(d.raw(kSlotMagic.size())) == kSlotMagicV3;  // the magic was checked above
   s.info.id = d.id();
+  if (s.versioned) {
+    uint8_t kind = d.u8();
+    if (kind > static_cast<uint8_t>(KeyKind::kPutOnly)) d.fail("unknown key kind " + std::to_string(kind));
+    s.info.kind = static_cast<KeyKind>(kind);
+  }
   s.info.created_unix = d.svarint();
   s.info.host = d.str();
   s.info.username = d.str();
@@ -110,20 +159,34 @@ std::optional<MasterKeys> open_key_slot(ByteView slot, std::string_view password
   Key256 kek = derive_key(password, s.salt, s.params);
   Bytes plain;
   try {
-    open_sealed(kek, s.box, s.info.id.view(), plain, what);
+    open_sealed(kek, s.box, slot_associated(s.info, s.versioned), plain, what);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kIntegrity) return std::nullopt;  // another password's slot
     throw;
   }
   Decoder d(plain, what);
   MasterKeys keys;
+  keys.format = s.versioned ? 2 : 1;
+  keys.kind = s.info.kind;
   auto take = [&](Key256& k) {
     ByteView b = d.raw(k.size());
     std::copy(b.begin(), b.end(), k.begin());
   };
-  take(keys.data);
+  if (keys.full()) take(keys.data);
   take(keys.id);
   take(keys.chunker);
+  if (!s.versioned) {
+    keys.index = keys.data;
+  } else {
+    take(keys.index);
+    Key256 sealing;
+    take(sealing);
+    if (keys.full()) {
+      keys.sealing = SealingKeyPair::from_private(sealing);
+    } else {
+      keys.sealing.public_key = sealing;
+    }
+  }
   d.expect_done();
   return keys;
 }

@@ -33,7 +33,8 @@ catalog::BlobRecord decode_blob_record(Decoder& d) {
 
 namespace {
 
-constexpr uint32_t kPackVersion = 1;
+// 1: blobs under the data key; 2: a key preamble first (pack_keys.h).
+constexpr uint32_t kMaxPackVersion = 2;
 constexpr std::string_view kPackMagic = "KEELPACK";
 
 // A header larger than this is refused before it is read: it would list
@@ -92,7 +93,7 @@ std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const
     throw Error(ErrorKind::kIntegrity, what + ": no pack trailer (not a keel pack, or truncated)");
   }
   uint32_t header_len = get_u32(trailer), version = get_u32(trailer + 4);
-  if (version != kPackVersion) throw Error(ErrorKind::kIntegrity, what + ": unsupported pack version " + std::to_string(version));
+  if (version == 0 || version > kMaxPackVersion) throw Error(ErrorKind::kIntegrity, what + ": unsupported pack version " + std::to_string(version));
   if (header_len > kMaxHeaderSize || header_len + kPackTrailerSize > pack_size) {
     throw Error(ErrorKind::kIntegrity, what + ": header length " + std::to_string(header_len) + " out of range");
   }
@@ -122,10 +123,10 @@ struct PackWriter::OpenPack {
   TaskGroup parts;
 };
 
-PackWriter::PackWriter(targets::Target& target, const Key256& key, catalog::BlobType type, PackWriterOptions options,
-                       ThreadPool& uploads, ByteBudget& budget, OnCommit on_commit)
+PackWriter::PackWriter(targets::Target& target, const PackKeys& keys, catalog::BlobType type,
+                       PackWriterOptions options, ThreadPool& uploads, ByteBudget& budget, OnCommit on_commit)
     : target_(target),
-      key_(key),
+      keys_(keys),
       type_(type),
       options_(options),
       uploads_(uploads),
@@ -174,6 +175,10 @@ void PackWriter::start_pack() {
   pack->upload = target_.start_upload(pack_key(pack->id));
   pack_ = std::move(pack);
   part_ = take_buffer();
+  Bytes preamble = keys_.preamble(pack_->id);
+  pack_->hash.update(preamble);
+  pack_->size += preamble.size();
+  part_.insert(part_.end(), preamble.begin(), preamble.end());
 }
 
 void PackWriter::add(const Id& id, uint32_t raw_length, ByteView sealed) {
@@ -213,10 +218,10 @@ void PackWriter::send_part(bool last) {
 }
 
 void PackWriter::finish_pack() {
-  Bytes box = seal(key_, encode_header(pack_->blobs), pack_->id.view());
+  Bytes box = seal(keys_.header_key(), encode_header(pack_->blobs), pack_->id.view());
   Bytes tail = box;
   put_u32(tail, static_cast<uint32_t>(box.size()));
-  put_u32(tail, kPackVersion);
+  put_u32(tail, keys_.pack_version());
   tail.insert(tail.end(), kPackMagic.begin(), kPackMagic.end());
   pack_->hash.update(tail);
   pack_->size += tail.size();

@@ -1,10 +1,11 @@
 // Packs: many sealed blobs in one object, followed by a sealed header that
 // lists them and a fixed trailer, so the target alone can rebuild the index:
 //
-//   blob 0 | blob 1 | ... | sealed header | header length (u32) | version (u32) | "KEELPACK"
+//   [preamble] | blob 0 | blob 1 | ... | sealed header | header length (u32) | version (u32) | "KEELPACK"
 //
-// The header is sealed under the data key with the pack id as associated
-// data. Pack ids are random (a pack is named before its content is known,
+// The header is sealed under the index key (the data key in format 1) with
+// the pack id as associated data. Version 2 packs start with a preamble
+// holding their blob key (pack_keys.h). Pack ids are random (a pack is named before its content is known,
 // since it streams out in parts while still being filled).
 #pragma once
 
@@ -18,6 +19,7 @@
 
 #include "catalog/pack_index.h"
 #include "engine/crypto.h"
+#include "engine/pack_keys.h"
 #include "targets/target.h"
 #include "util/checksum.h"
 #include "util/codec.h"
@@ -34,7 +36,8 @@ std::string pack_key(const Id& pack);  // "packs/3f/3fa2..."
 void encode_blob_record(Encoder& e, const catalog::BlobRecord& b);
 catalog::BlobRecord decode_blob_record(Decoder& d);
 
-// Reads and opens the header of a pack of `pack_size` bytes.
+// Reads and opens the header of a pack of `pack_size` bytes (`key`: the
+// header key, PackKeys::header_key()).
 std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,
                                                   uint64_t pack_size);
 
@@ -51,7 +54,7 @@ class PackWriter {
  public:
   using OnCommit = std::function<void(const catalog::PackRecord&, const std::vector<catalog::BlobRecord>&)>;
 
-  PackWriter(targets::Target& target, const Key256& key, catalog::BlobType type, PackWriterOptions options,
+  PackWriter(targets::Target& target, const PackKeys& keys, catalog::BlobType type, PackWriterOptions options,
              ThreadPool& uploads, ByteBudget& budget, OnCommit on_commit);
   ~PackWriter();  // aborts a pack that was not finished
 
@@ -75,7 +78,7 @@ class PackWriter {
   void recycle(Bytes&& buffer);
 
   targets::Target& target_;
-  const Key256& key_;
+  const PackKeys& keys_;
   catalog::BlobType type_;
   PackWriterOptions options_;
   ThreadPool& uploads_;

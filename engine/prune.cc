@@ -55,7 +55,7 @@ class PruneRun {
   PruneResult run() {
     auto started = Clock::now();
     refuse_without_external_roots();
-    if (!options_.dry_run) lock_ = acquire_lock(repo_.target(), repo_.keys().data, LeaseOptions{.clock = options_.clock});
+    if (!options_.dry_run) lock_ = acquire_lock(repo_.target(), repo_.keys().index, LeaseOptions{.clock = options_.clock});
     repo_.catalog().limit_cache(kScanCacheBytes);
     repo_.sync_catalog();
     mark();
@@ -161,7 +161,7 @@ class PruneRun {
     for (const std::vector<size_t>* set : {&condemned_, &repacked_}) {
       for (size_t i : *set) record.packs.push_back(packs_[i].id);
     }
-    put_condemnation(repo_.target(), repo_.keys().data, record);
+    put_condemnation(repo_.target(), repo_.keys().index, record);
     // Logged before the leases are listed: a backup whose lease this run
     // does not see reads the log after this entry is there.
     ChangeLogEntry logged;
@@ -173,13 +173,13 @@ class PruneRun {
     std::vector<Id> running;
     for (const LeaseRecord& lease : running_leases()) running.push_back(lease.id);
     record.running_backups = running;
-    put_condemnation(repo_.target(), repo_.keys().data, record);
+    put_condemnation(repo_.target(), repo_.keys().index, record);
   }
 
   std::vector<LeaseRecord> running_leases() {
     std::vector<LeaseRecord> alive;
     int64_t now = options_.clock();
-    for (LeaseRecord& lease : list_leases(repo_.target(), repo_.keys().data, kRunningPrefix)) {
+    for (LeaseRecord& lease : list_leases(repo_.target(), repo_.keys().index, kRunningPrefix)) {
       if (!lease.expired(now)) alive.push_back(std::move(lease));
     }
     return alive;
@@ -228,7 +228,7 @@ class PruneRun {
     result_.running_backups = running_.size();
     std::set<Id> running_ids;
     for (const LeaseRecord& lease : running_) running_ids.insert(lease.id);
-    std::vector<Condemnation> records = list_condemnations(repo_.target(), repo_.keys().data);
+    std::vector<Condemnation> records = list_condemnations(repo_.target(), repo_.keys().index);
     if (options_.dry_run) {
       add_planned_record(records, running_ids);
     } else {
@@ -290,7 +290,7 @@ class PruneRun {
       if (record.packs.empty()) {
         repo_.target().remove(condemnation_key(record.id));
       } else {
-        put_condemnation(repo_.target(), repo_.keys().data, record);
+        put_condemnation(repo_.target(), repo_.keys().index, record);
       }
       logged.condemnations_changed = true;
     }
@@ -303,7 +303,7 @@ class PruneRun {
   void find_relocated(const catalog::PackRecord& pack, std::vector<catalog::BlobLocation>& relocated) {
     std::vector<catalog::BlobRecord> header;
     try {
-      header = read_pack_header(repo_.target(), repo_.keys().data, pack.id, pack.size);
+      header = read_pack_header(repo_.target(), repo_.keys().index, pack.id, pack.size);
     } catch (const Error&) {
       return;  // unreadable: nothing to tell (check reports it)
     }
@@ -344,7 +344,7 @@ class PruneRun {
 
   void remove_expired_running_leases() {
     int64_t now = options_.clock();
-    for (const LeaseRecord& lease : list_leases(repo_.target(), repo_.keys().data, kRunningPrefix)) {
+    for (const LeaseRecord& lease : list_leases(repo_.target(), repo_.keys().index, kRunningPrefix)) {
       if (lease.expired(now)) repo_.target().remove(lease_key(kRunningPrefix, lease.id));  // a backup that died
     }
   }

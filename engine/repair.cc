@@ -28,7 +28,7 @@ class RepairRun {
 
   RepairResult run() {
     std::unique_ptr<Lease> lock;
-    if (!options_.dry_run) lock = acquire_lock(repo_.target(), repo_.keys().data);
+    if (!options_.dry_run) lock = acquire_lock(repo_.target(), repo_.keys().index);
     repo_.sync_catalog();
     find_damaged_records();
     find_damaged_packs();
@@ -89,7 +89,7 @@ class RepairRun {
     }
     for (const auto& [id, size] : on_target) {
       try {
-        read_pack_header(repo_.target(), repo_.keys().data, id, size);
+        read_pack_header(repo_.target(), repo_.keys().index, id, size);
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kIntegrity) throw;
         packs_[id].whole = true;

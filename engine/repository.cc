@@ -10,6 +10,7 @@
 #include "engine/catalog_copy.h"
 #include "engine/condemnation.h"
 #include "engine/pack.h"
+#include "engine/public_seal.h"
 #include "engine/sealed_object.h"
 #include "util/codec.h"
 #include "util/error.h"
@@ -19,9 +20,11 @@ namespace keel::engine {
 namespace {
 
 constexpr std::string_view kConfigMagic = "KEELCFG1";
+constexpr std::string_view kConfigMagicV2 = "KEELCFG2";  // under the index key
 // Catalogs up to this size are verified whole when opened (about 40 ms).
 constexpr uintmax_t kVerifiedCatalogBytes = 16ull << 20;
 constexpr std::string_view kSnapshotMagic = "KEELSNP1";
+constexpr std::string_view kSnapshotMagicV2 = "KEELSNP2";
 constexpr std::string_view kConfigKey = "config";
 // Associated data for the config box: it has no id of its own.
 constexpr std::string_view kConfigAad = "keel config";
@@ -71,7 +74,9 @@ RepoConfig decode_config(ByteView body, const std::string& what) {
   Decoder d(body, what);
   RepoConfig c;
   c.version = static_cast<uint32_t>(d.varint());
-  if (c.version != 1) d.fail("unsupported repository format " + std::to_string(c.version));
+  if (c.version != 1 && c.version != 2) {
+    d.fail("repository format version " + std::to_string(c.version) + " is newer than this keel: upgrade keel");
+  }
   c.repository_id = d.id();
   c.chunker.min_size = static_cast<uint32_t>(d.varint());
   c.chunker.avg_size = static_cast<uint32_t>(d.varint());
@@ -128,6 +133,62 @@ catalog::SnapshotRecord decode_snapshot(ByteView body, const std::string& what) 
   return s;
 }
 
+// Format 2: what a put-only key may read of a snapshot (and what its own
+// catalog and forget's policy need): version byte (1), id, time, host,
+// tags, parent flag and id.
+Bytes encode_snapshot_header(const catalog::SnapshotRecord& s) {
+  Encoder e;
+  e.u8(1);
+  e.id(s.id);
+  e.svarint(s.time_ns);
+  e.str(s.host);
+  e.varint(s.tags.size());
+  for (const auto& t : s.tags) e.str(t);
+  e.u8(s.parent ? 1 : 0);
+  if (s.parent) e.id(*s.parent);
+  return e.take();
+}
+
+catalog::SnapshotRecord decode_snapshot_header(ByteView body, const std::string& what) {
+  Decoder d(body, what);
+  if (d.u8() != 1) d.fail("unsupported snapshot header version");
+  catalog::SnapshotRecord s;
+  s.id = d.id();
+  s.time_ns = d.svarint();
+  s.host = d.str();
+  uint64_t n = d.varint();
+  if (n > d.remaining()) d.fail("tag count exceeds the header");
+  for (uint64_t i = 0; i < n; ++i) s.tags.push_back(d.str());
+  if (d.u8()) s.parent = d.id();
+  d.expect_done();
+  return s;
+}
+
+Bytes seal_snapshot_v2(const MasterKeys& keys, const catalog::SnapshotRecord& s) {
+  Encoder e;
+  e.raw(as_bytes(kSnapshotMagicV2));
+  e.bytes(seal(keys.index, encode_snapshot_header(s), s.id.view()));
+  Bytes object = e.take();
+  seal_to(keys.sealing.public_key, encode_snapshot(s), s.id.view(), object);
+  return object;
+}
+
+// The record a format-2 snapshot object holds: all of it for a full key,
+// the header alone for a put-only key.
+catalog::SnapshotRecord open_snapshot_v2(const MasterKeys& keys, ByteView object, const Id& id, const std::string& what) {
+  Decoder d(object.subspan(kSnapshotMagicV2.size()), what);
+  ByteView header_box = d.bytes();
+  ByteView body_box = d.raw(d.remaining());
+  catalog::SnapshotRecord header = decode_snapshot_header(open_sealed(keys.index, header_box, id.view(), what + " header"), what);
+  if (!keys.full()) return header;
+  catalog::SnapshotRecord full = decode_snapshot(open_sealed_to(keys.sealing, body_box, id.view(), what), what);
+  if (full.id != header.id || full.time_ns != header.time_ns || full.host != header.host || full.tags != header.tags ||
+      full.parent != header.parent) {
+    throw Error(ErrorKind::kIntegrity, what + ": header and record disagree");
+  }
+  return full;
+}
+
 std::string username() {
   const char* u = std::getenv("USER");
   return u ? u : "";
@@ -155,7 +216,18 @@ std::string default_catalog_path(const Id& repository_id) {
 }
 
 Repository::Repository(std::unique_ptr<targets::Target> target, RepoConfig config, MasterKeys keys, Id slot)
-    : target_(std::move(target)), config_(std::move(config)), keys_(keys), slot_(slot) {}
+    : target_(std::move(target)),
+      config_(std::move(config)),
+      keys_(keys),
+      pack_keys_(std::make_unique<PackKeys>(*target_, keys_)),
+      slot_(slot) {}
+
+void Repository::require_full_key(std::string_view command) const {
+  if (keys_.full()) return;
+  throw Error(ErrorKind::kUsage, std::string(command) + " needs a full key: the password opened a " +
+                                     std::string(key_kind_name(keys_.kind)) + " key slot (" + slot_.short_hex() +
+                                     "), which can write backups but not read, list or change the repository");
+}
 
 void Repository::open_catalog(const std::string& path) {
   catalog_path_ = path.empty() ? default_catalog_path(config_.repository_id) : path;
@@ -170,7 +242,7 @@ void Repository::attach_catalog() {
   content_.reset();
   catalog_.reset();
   catalog_ = catalog_path_ == kInMemoryCatalog ? catalog::Catalog::open_in_memory() : catalog::Catalog::open(catalog_path_);
-  content_ = std::make_unique<Content>(*target_, keys_.data, *catalog_);
+  content_ = std::make_unique<Content>(*target_, *pack_keys_, *catalog_);
   content_->on_pack_missing([this](const Id& pack, std::span<const Id> blobs) { recover_missing_pack(pack, blobs); });
   std::string repo_id = config_.repository_id.hex();
   std::optional<std::string> known = catalog_->get_meta("repository_id");
@@ -211,11 +283,15 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   }
   RepoConfig c = config;
   c.repository_id = Id::random();
-  MasterKeys keys = MasterKeys::generate();
+  if (c.version != 1 && c.version != 2) {
+    throw Error(ErrorKind::kUsage, "unknown repository format " + std::to_string(c.version) + " (1 or 2)");
+  }
+  MasterKeys keys = MasterKeys::generate(c.version);
   KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username()};
   // Key slot first: a config without a slot would be a repository nobody can open.
   target->put(key_slot_key(slot.id), seal_key_slot(keys, slot, options.password));
-  target->put(std::string(kConfigKey), seal_object(kConfigMagic, keys.data, encode_config(c), as_bytes(kConfigAad)));
+  target->put(std::string(kConfigKey), seal_object(c.version >= 2 ? kConfigMagicV2 : kConfigMagic, keys.index,
+                                                   encode_config(c), as_bytes(kConfigAad)));
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), c, keys, slot.id));
   repo->on_warning_ = options.on_warning;
@@ -260,8 +336,18 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
   }
   Bytes cfg = target->get(std::string(kConfigKey));
   std::string what = where + "/config";
-  Bytes body = open_object(kConfigMagic, "repository config", keys->data, cfg, as_bytes(kConfigAad), what);
+  const bool v2 = cfg.size() >= kConfigMagicV2.size() && as_chars(ByteView(cfg).first(kConfigMagicV2.size())) == kConfigMagicV2;
+  if (v2 != (keys->format >= 2)) {
+    throw Error(ErrorKind::kIntegrity, what + ": the key slot is of format " + std::to_string(keys->format) +
+                                           ", the config is not");
+  }
+  Bytes body = open_object(v2 ? kConfigMagicV2 : kConfigMagic, "repository config", keys->index, cfg,
+                           as_bytes(kConfigAad), what);
   RepoConfig config = decode_config(body, what);
+  if ((config.version >= 2) != v2) {
+    throw Error(ErrorKind::kIntegrity, what + ": format " + std::to_string(config.version) + " in a " +
+                                           (v2 ? "KEELCFG2" : "KEELCFG1") + " object");
+  }
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
   repo->on_warning_ = options.on_warning;
@@ -278,9 +364,15 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
   return repo;
 }
 
+std::optional<Tree> Repository::cached_tree(const Id& id) {
+  std::optional<Bytes> body = catalog_->get_tree(id);
+  if (!body) return std::nullopt;
+  return Tree::decode(*body, "tree " + id.short_hex());
+}
+
 Tree Repository::load_tree(const Id& id) {
+  if (std::optional<Tree> tree = cached_tree(id)) return *tree;
   std::string what = "tree " + id.short_hex();
-  if (std::optional<Bytes> body = catalog_->get_tree(id)) return Tree::decode(*body, what);
   Bytes body = read_blob(id);
   Tree tree = Tree::decode(body, what);
   catalog_->put_tree(id, body);
@@ -288,7 +380,9 @@ Tree Repository::load_tree(const Id& id) {
 }
 
 void Repository::save_snapshot(const catalog::SnapshotRecord& snapshot, std::vector<LoggedPack> packs) {
-  target_->put(snapshot_key(snapshot.id), seal_object(kSnapshotMagic, keys_.data, encode_snapshot(snapshot), snapshot.id.view()));
+  target_->put(snapshot_key(snapshot.id),
+               keys_.format >= 2 ? seal_snapshot_v2(keys_, snapshot)
+                                 : seal_object(kSnapshotMagic, keys_.data, encode_snapshot(snapshot), snapshot.id.view()));
   catalog_->add_snapshot(snapshot);
   ChangeLogEntry entry;
   entry.packs_added = std::move(packs);
@@ -361,7 +455,7 @@ size_t Repository::sync_with_listing() {
   target_->list("packs/", [&](const targets::ObjectInfo& o) {
     if (std::optional<Id> id = id_from_key(o.key)) packs_on_target[*id] = o.size;
   });
-  std::map<Id, int64_t> condemned = condemned_packs(*target_, keys_.data);
+  std::map<Id, int64_t> condemned = condemned_packs(*target_, keys_.index);
 
   // Forgotten snapshots and deleted packs (prune) leave the catalog.
   std::set<Id> snapshots_present(snapshots_on_target.begin(), snapshots_on_target.end());
@@ -419,7 +513,7 @@ void Repository::follow_log() {
   std::vector<ChangeLogEntry> fresh;
   for (const std::string& key : listed) {
     if (applied.count(key)) continue;
-    std::optional<ChangeLogEntry> entry = read_log_entry(*target_, keys_.data, key);
+    std::optional<ChangeLogEntry> entry = read_log_entry(*target_, keys_.index, key);
     if (!entry) return full_sync();  // compacted since it was listed
     for (const std::string& gone : entry->entries_compacted) {
       // A compaction removed an entry this catalog never applied.
@@ -450,7 +544,7 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
   // move out of condemned packs), so condemnations are read before adding.
   std::map<Id, int64_t> condemned;
   if (packs_added || condemnations_changed) {
-    condemned = condemned_packs(*target_, keys_.data);
+    condemned = condemned_packs(*target_, keys_.index);
     for (const catalog::PackRecord& p : catalog_->list_packs()) {
       if (p.condemned_unix != condemned_since(condemned, p.id)) catalog_->set_condemned(p.id, condemned_since(condemned, p.id));
     }
@@ -498,7 +592,7 @@ void Repository::remember_log(const std::vector<std::string>& keys) {
 
 void Repository::log_changes(const ChangeLogEntry& changes) {
   if (changes.empty()) return;
-  std::string key = put_log_entry(*target_, keys_.data, changes);
+  std::string key = put_log_entry(*target_, keys_.index, changes);
   // This catalog holds the changes already; other entries it has not seen
   // stay unapplied until the next sync.
   if (std::optional<std::string> state = catalog_->get_meta(kLogAppliedMeta)) {
@@ -525,7 +619,7 @@ void Repository::recover_missing_pack(const Id& pack, std::span<const Id> blobs)
     if (!reread_packs_.insert(p.id).second) continue;
     std::vector<catalog::BlobRecord> header;
     try {
-      header = read_pack_header(*target_, keys_.data, p.id, p.size);
+      header = read_pack_header(*target_, keys_.index, p.id, p.size);
     } catch (const Error&) {
       continue;  // damaged or gone too: check reports it
     }
@@ -538,9 +632,24 @@ void Repository::recover_missing_pack(const Id& pack, std::span<const Id> blobs)
 
 std::optional<catalog::SnapshotRecord> Repository::read_snapshot(const Id& id) {
   std::string what = target_->describe() + "/" + snapshot_key(id);
-  std::optional<Bytes> body = read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
-  if (!body) return std::nullopt;
-  catalog::SnapshotRecord snap = decode_snapshot(*body, what);
+  catalog::SnapshotRecord snap;
+  if (keys_.format >= 2) {
+    Bytes object;
+    try {
+      object = target_->get(snapshot_key(id));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kNotFound) return std::nullopt;
+      throw;
+    }
+    if (object.size() < kSnapshotMagicV2.size() || as_chars(ByteView(object).first(kSnapshotMagicV2.size())) != kSnapshotMagicV2) {
+      throw Error(ErrorKind::kIntegrity, what + ": not a keel format-2 snapshot");
+    }
+    snap = open_snapshot_v2(keys_, object, id, what);
+  } else {
+    std::optional<Bytes> body = read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
+    if (!body) return std::nullopt;
+    snap = decode_snapshot(*body, what);
+  }
   if (snap.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another snapshot");
   return snap;
 }
@@ -549,7 +658,7 @@ std::optional<catalog::SnapshotRecord> Repository::read_snapshot(const Id& id) {
 // blobs are read from other copies, if any) instead of failing the sync.
 std::optional<std::vector<catalog::BlobRecord>> Repository::read_pack_header_or_warn(const Id& pack, uint64_t size) {
   try {
-    return read_pack_header(*target_, keys_.data, pack, size);
+    return read_pack_header(*target_, keys_.index, pack, size);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kIntegrity) throw;
     warn("pack " + pack.hex() + " is damaged and was not indexed (" + e.what() + "); run keel check, then keel repair");
@@ -572,6 +681,7 @@ std::optional<catalog::SnapshotRecord> Repository::read_snapshot_or_warn(const I
 // A snapshot whose trees cannot all be read is still listed: files under
 // the trees that can be read still restore.
 void Repository::cache_trees_or_warn(const catalog::SnapshotRecord& snapshot) {
+  if (!keys_.full()) return;  // trees are closed to put-only keys
   try {
     cache_trees_from(snapshot.root);
   } catch (const Error& e) {
@@ -609,10 +719,16 @@ std::vector<KeySlotInfo> Repository::list_key_slots() {
   return out;
 }
 
-KeySlotInfo Repository::add_key_slot(std::string_view password) {
+KeySlotInfo Repository::add_key_slot(std::string_view password, KeyKind kind) {
+  require_full_key("key add");
   if (password.empty()) throw Error(ErrorKind::kUsage, "a key slot needs a non-empty password");
-  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username()};
-  target_->put(key_slot_key(slot.id), seal_key_slot(keys_, slot, password));
+  if (kind == KeyKind::kPutOnly && keys_.format < 2) {
+    throw Error(ErrorKind::kUsage, target_->describe() + " is a format-1 repository: put-only keys need format 2, "
+                                   "and keel migrate --format 2 is not implemented yet (create a new repository "
+                                   "with keel init --format 2)");
+  }
+  KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username(), kind};
+  target_->put(key_slot_key(slot.id), seal_key_slot(kind == KeyKind::kPutOnly ? keys_.put_only() : keys_, slot, password));
   return slot;
 }
 

@@ -1,6 +1,7 @@
 // An open repository: its target, keys, configuration and local catalog.
 //
-// On the target (all sealed under the data key unless noted):
+// On the target (sealed under the data key in format 1; format 2 splits the
+// keys so that put-only keys can write but not read: keys.h, pack_keys.h):
 //   config              format version, repository id, chunker and pack settings
 //   keys/<id>           key slots: the master keys wrapped by a password (scrypt)
 //   packs/<xx>/<id>     packs of data and tree blobs (see pack.h)
@@ -24,13 +25,14 @@
 #include "engine/compress.h"
 #include "engine/content.h"
 #include "engine/keys.h"
+#include "engine/pack_keys.h"
 #include "engine/tree.h"
 #include "targets/target.h"
 
 namespace keel::engine {
 
 struct RepoConfig {
-  uint32_t version = 1;
+  uint32_t version = 1;  // the repository format: 1, or 2 (put-only keys possible)
   Id repository_id;
   ChunkerParams chunker;
   int compression_level = kCompressionDefault;  // zstd (compress.h); 0 stores everything raw
@@ -65,6 +67,12 @@ class Repository {
   targets::Target& target() { return *target_; }
   catalog::Catalog& catalog() { return *catalog_; }
   const MasterKeys& keys() const { return keys_; }
+  // Seals the blobs this process writes (pack_keys.h).
+  const Key256& write_key() const { return pack_keys_->write_key(); }
+  bool put_only() const { return !keys_.full(); }
+  // Throws Error(kUsage) naming `command` unless the key that opened the
+  // repository is a full key: put-only keys read nothing back.
+  void require_full_key(std::string_view command) const;
   const RepoConfig& config() const { return config_; }
   const Id& key_slot() const { return slot_; }  // the slot that opened it
   const std::string& catalog_path() const { return catalog_path_; }
@@ -74,10 +82,13 @@ class Repository {
   // One blob, located through the catalog (Content::read).
   Bytes read_blob(const Id& id) { return content_->read(id); }
   Tree load_tree(const Id& id);  // catalog first, else from its pack (cached back)
+  std::optional<Tree> cached_tree(const Id& id);  // the catalog's copy alone
   // Stores a tree's body in the catalog (the caller stores the blob).
   void cache_tree(const Id& id, ByteView body) { catalog_->put_tree(id, body); }
 
-  // Snapshots: written to the target first, then logged with the packs
+  // Snapshots (format 2: a header with time, host, tags and parent under the
+  // index key, the record sealed to the public key; a put-only key reads
+  // the header alone): written to the target first, then logged with the packs
   // the snapshot needs that this process wrote (`packs`), then to the catalog.
   void save_snapshot(const catalog::SnapshotRecord& snapshot, std::vector<LoggedPack> packs = {});
   // The snapshot record on the target, authenticated; nullopt if it is not
@@ -110,7 +121,8 @@ class Repository {
 
   // Key slots.
   std::vector<KeySlotInfo> list_key_slots();
-  KeySlotInfo add_key_slot(std::string_view password);
+  // A put-only slot needs a full key and a format-2 repository.
+  KeySlotInfo add_key_slot(std::string_view password, KeyKind kind = KeyKind::kFull);
   // Refuses to remove the last slot or the one in use.
   void remove_key_slot(const Id& slot);
 
@@ -133,6 +145,7 @@ class Repository {
   std::unique_ptr<targets::Target> target_;
   RepoConfig config_;
   MasterKeys keys_;
+  std::unique_ptr<PackKeys> pack_keys_;
   Id slot_;
   std::string catalog_path_;
   std::unique_ptr<catalog::Catalog> catalog_;

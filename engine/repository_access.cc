@@ -37,7 +37,7 @@ std::unique_ptr<Repository> open_repository(const RepositoryAccess& access, cons
   options.catalog_path = access.catalog;
   options.on_warning = access.on_warning;
   std::unique_ptr<Repository> repo = Repository::open(targets::open_target(access.location, access.target), options);
-  clear_dead_process_leftovers(repo->target(), repo->keys().data);
+  clear_dead_process_leftovers(repo->target(), repo->keys().index);
   return repo;
 }
 

@@ -26,6 +26,8 @@ using MacPtr = std::unique_ptr<EVP_MAC, OpenSslDeleter<EVP_MAC_free>>;
 using MacCtxPtr = std::unique_ptr<EVP_MAC_CTX, OpenSslDeleter<EVP_MAC_CTX_free>>;
 using KdfPtr = std::unique_ptr<EVP_KDF, OpenSslDeleter<EVP_KDF_free>>;
 using KdfCtxPtr = std::unique_ptr<EVP_KDF_CTX, OpenSslDeleter<EVP_KDF_CTX_free>>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, OpenSslDeleter<EVP_PKEY_free>>;
+using PkeyCtxPtr = std::unique_ptr<EVP_PKEY_CTX, OpenSslDeleter<EVP_PKEY_CTX_free>>;
 
 // Throws Error(kFailure) "<operation> failed: <newest OpenSSL error>" and
 // clears OpenSSL's error queue.

@@ -36,8 +36,10 @@ struct Store {
   test::TempDir dir{"keel-content-test"};
   std::unique_ptr<targets::Target> target = targets::local::open_local_target(dir.file("repo"), true);
   std::unique_ptr<catalog::Catalog> index = catalog::Catalog::open_in_memory();
-  Key256 key = random_key();
-  Content content{*target, key, *index};
+  MasterKeys keys = MasterKeys::generate();
+  const Key256& key = keys.data;
+  PackKeys pack_keys{*target, keys};
+  Content content{*target, pack_keys, *index};
   std::vector<Id> ids;
   std::vector<Bytes> plain;
 

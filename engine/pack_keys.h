@@ -1,0 +1,59 @@
+// Which key opens the blobs of each pack, and what a new pack carries so that
+// full keys can open it later (docs/repository-format.md):
+//
+//   format 1  every blob is sealed under the data key.
+//   format 2  each process seals its blobs under a random blob key of its
+//             own, and every pack it writes starts with a preamble holding
+//             that key sealed to the repository's public key: only full keys
+//             (the private key) open a pack, not even its writer once it has
+//             forgotten the key.
+//
+//   preamble  "KEELPKY1" || seal_to(public key, blob key, AD pack id)   (100 bytes)
+//
+// Blobs are sealed before the pack they land in is known (workers seal in
+// parallel, one writer packs), so the key is per process, not per pack;
+// the preamble is per pack so that each pack opens on its own.
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "engine/keys.h"
+#include "targets/target.h"
+#include "util/bytes.h"
+#include "util/id.h"
+
+namespace keel::engine {
+
+constexpr size_t kPackPreambleSize = 8 + kPublicSealOverhead + 32;
+
+class PackKeys {
+ public:
+  PackKeys(targets::Target& target, const MasterKeys& keys);
+
+  // Seals pack headers' blob tables (the index key; the data key in format 1).
+  const Key256& header_key() const { return keys_.index; }
+  // Seals the blobs this process writes.
+  const Key256& write_key() const { return write_key_; }
+  // The trailer version of new packs: 2 when they start with a preamble.
+  uint32_t pack_version() const { return keys_.format >= 2 ? 2 : 1; }
+  // What a new pack starts with (nothing in format 1).
+  Bytes preamble(const Id& pack) const;
+  // Whether a blob copied from one pack into a new one must be sealed again
+  // under write_key() (format 2: each pack has its own).
+  bool reseal_copies() const { return keys_.format >= 2; }
+
+  // The key that opens the blobs of `pack`. Format 2 reads the pack's
+  // preamble once per process. Thread-safe. Throws Error(kUsage) for a
+  // put-only key, Error(kIntegrity) if the preamble is damaged.
+  Key256 blob_key(const Id& pack);
+
+ private:
+  targets::Target& target_;
+  const MasterKeys& keys_;
+  Key256 write_key_;
+  std::mutex mu_;
+  std::map<Id, Key256> opened_;
+};
+
+}  // namespace keel::engine

@@ -1,0 +1,156 @@
+"""Put-only keys (format 2): a host that can write backups but read nothing back."""
+import json
+import os
+import unittest
+
+from keelcli import KeelTestCase, tree_state
+
+FULL = "correct horse"
+PUT = "put only battery staple"
+
+
+def write_tree(root, seed, files=6, size=700_000):
+    """Incompressible files (and a secret-sounding name) below root."""
+    os.makedirs(os.path.join(root, "finance"), exist_ok=True)
+    for i in range(files):
+        with open(os.path.join(root, "finance", f"payroll-{seed}-{i}.xlsx"), "wb") as f:
+            f.write(os.urandom(size))
+
+
+class PutOnlyTest(KeelTestCase):
+    def setUp(self):
+        super().setUp()
+        self.keel("init", "--format", "2")
+        added = json.loads(self.keel("key", "add", "--put-only", "--json", env={"KEEL_NEW_PASSWORD": PUT}).stdout)
+        self.assertEqual(added["kind"], "put-only")
+        # The put-only host: its own password and its own catalog.
+        self.put_env = {"KEEL_PASSWORD": PUT, "XDG_DATA_HOME": self.path("put-host")}
+
+    def put(self, *args, expect=0):
+        return self.keel(*args, expect=expect, env=self.put_env)
+
+    def put_json(self, *args, expect=0):
+        return json.loads(self.put(*args, "--json", expect=expect).stdout)
+
+    def test_writes_but_cannot_read(self):
+        src = self.path("src")
+        write_tree(src, "a")
+        first = self.put_json("backup", src)
+        self.assertEqual(first["errors"], 0)
+        # Incremental: its own catalog holds the trees it wrote.
+        second = self.put_json("backup", src)
+        self.assertEqual(second["bytes_read"], 0)
+        self.assertEqual(second["parent"], first["snapshot"])
+
+        # Snapshots: times, hosts and tags, no paths or sizes.
+        listed = self.put_json("snapshots")
+        self.assertEqual(len(listed), 2)
+        self.assertNotIn("paths", listed[0])
+        text = self.put("snapshots").stdout.decode()
+        self.assertNotIn("src", text)
+        self.assertIn("put-only", text)
+
+        # Every reading or destructive command refuses with exit 2 naming the key's kind.
+        snap = first["snapshot"][:8]
+        refused = [("ls", "latest"), ("find", "*.xlsx"), ("restore", "latest", "--target", self.path("out")),
+                   ("restore", "latest", "--stdout", "/finance/payroll-a-0.xlsx"), ("dump", "latest", "/finance/payroll-a-0.xlsx"),
+                   ("diff", snap, second["snapshot"][:8]), ("stats",), ("forget", "--keep-last", "1"),
+                   ("prune",), ("tag", "latest", "--add", "x"), ("key", "list"), ("check", "--read-data"),
+                   ("mount", self.path("mnt")), ("drill",), ("repair",), ("unlock",)]
+        os.makedirs(self.path("mnt"))
+        for args in refused:
+            with self.subTest(command=args[0]):
+                p = self.put(*args, expect=2)
+                err = p.stderr.decode()
+                self.assertIn("put-only", err)
+                self.assertIn("needs a full key", err)
+                self.assertNotIn(b"payroll", p.stdout)
+        self.assertFalse(os.path.exists(self.path("out")))
+
+        # check without --read-data works.
+        self.put("check")
+
+        # A fresh put-only catalog (a host that lost its state) sees headers only,
+        # and its backup still dedupes by id.
+        fresh = {"KEEL_PASSWORD": PUT, "XDG_DATA_HOME": self.path("fresh-host")}
+        listed = json.loads(self.keel("snapshots", "--json", env=fresh).stdout)
+        self.assertEqual(len(listed), 2)
+        self.assertNotIn("paths", listed[0])
+        third = json.loads(self.keel("backup", src, "--json", env=fresh).stdout)
+        self.assertLess(third["bytes_added"], 64 * 1024)
+
+        # No file name reaches the target in the clear.
+        for dirpath, _, files in os.walk(self.repo):
+            for name in files:
+                with open(os.path.join(dirpath, name), "rb") as f:
+                    self.assertNotIn(b"payroll", f.read(), os.path.join(dirpath, name))
+
+        # The full key restores the put-only backup byte for byte.
+        self.keel("check", "--read-data")
+        out = self.path("restored")
+        self.keel("restore", first["snapshot"][:8], "--target", out)
+        restored = tree_state(os.path.join(out, src.lstrip("/")))
+        self.assertEqual(restored, tree_state(src))
+
+    def test_dedupe_both_ways(self):
+        # Full key first, then the put-only host backs up the same data: it
+        # has no parent (it cannot read the full key's snapshot), so every
+        # file is read and chunked, and dedupes by id.
+        a = self.path("a")
+        write_tree(a, "a")
+        full_first = self.keel_json("backup", a)
+        put_second = self.put_json("backup", a)
+        self.assertEqual(put_second["parent"], "")
+        self.assertEqual(put_second["bytes_read"], put_second["bytes"])
+
+        # Put-only first, then the full key.
+        b = self.path("b")
+        write_tree(b, "b")
+        put_first = self.put_json("backup", b)
+        # Another host name: no parent, so the full key too reads every file.
+        full_second = self.keel_json("backup", b, "--host", "other-host")
+        self.assertEqual(full_second["bytes_read"], full_second["bytes"])
+
+        ratios = {}
+        for name, first, second in (("full->put-only", full_first, put_second),
+                                    ("put-only->full", put_first, full_second)):
+            ratio = second["bytes"] / max(1, second["bytes_added"])
+            ratios[name] = ratio
+            print(f"\ndedupe {name}: first run added {first['bytes_added']} of {first['bytes']} bytes; "
+                  f"second run added {second['bytes_added']} of {second['bytes']} bytes (ratio {ratio:.0f}:1)")
+            self.assertGreater(first["bytes_added"], first["bytes"] * 0.9)
+            self.assertLess(second["bytes_added"], 16 * 1024, name)
+            self.assertEqual(second["chunks_added"], 0, name)
+        self.keel("check", "--read-data")
+
+    def test_full_key_repacks_put_only_packs(self):
+        # Repack opens each blob under its old pack's key and seals it under its own.
+        env = {"KEEL_REPO": self.path("small")}
+        self.keel("init", "--format", "2", "--pack-size", "1", "--chunk-min", "16", "--chunk-avg", "64",
+                  "--chunk-max", "256", env=env)
+        self.keel("key", "add", "--put-only", env={**env, "KEEL_NEW_PASSWORD": PUT})
+        put_env = {**self.put_env, **env}
+        src = self.path("src")
+        write_tree(src, "r", files=24, size=100 << 10)
+        self.keel("backup", src, env=put_env)
+        for i in range(0, 24, 2):
+            os.remove(os.path.join(src, "finance", f"payroll-r-{i}.xlsx"))
+        self.keel("backup", src, env=put_env)
+        self.keel("forget", "--keep-last", "1", env=env)
+        result = json.loads(self.keel("prune", "--grace", "0", "--repack-threshold", "90%", "--json", env=env).stdout)
+        self.assertGreater(result["packs_repacked"], 0)
+        self.keel("check", "--read-data", env=env)
+        out = self.path("out")
+        self.keel("restore", "latest", "--target", out, env=env)
+        self.assertEqual(tree_state(out + src), tree_state(src))
+
+    def test_format_1_refuses_put_only_keys(self):
+        repo1 = self.path("repo1")
+        self.keel("init", env={"KEEL_REPO": repo1})
+        p = self.keel("key", "add", "--put-only", env={"KEEL_REPO": repo1, "KEEL_NEW_PASSWORD": PUT}, expect=2)
+        self.assertIn("format 2", p.stderr.decode())
+        self.assertIn("migrate", p.stderr.decode())
+
+
+if __name__ == "__main__":
+    unittest.main()
