@@ -58,7 +58,7 @@ PREFIXES = ["", "d", "dir", "dir/", "dir/b", "a", " ", "%", "é", "日本", "k",
 DELIMITERS = ["/", " ", "%", "b", "é", "/b"]
 
 # Differences keel does not share with RGW, matched by operation and field.
-# reason: "deliberate: ..." (documented in docs/gateway.md) or "TODO issue 17 (h17a): ..." (to be fixed).
+# reason: "deliberate: ..." (documented in docs/gateway.md) or "TODO issue N: ..." (to be fixed).
 EXPECTED_DIFFERENCES = [
     # Deliberate: keel follows AWS where RGW 16 does not (docs/gateway.md, "Differential testing").
     {"ops": ["multipart"], "field": r"Complete\.ETag", "match": lambda op, rgw, keel: rgw == "",
@@ -80,25 +80,21 @@ EXPECTED_DIFFERENCES = [
     {"ops": ["put", "put_conditional", "get", "head", "multipart", "copy"], "field": r"(.*\.)?error\.Code",
      "match": lambda op, rgw, keel: rgw == "InvalidObjectName" and keel == "KeyTooLongError",
      "reason": "deliberate: a key over 1024 bytes is KeyTooLongError on AWS (S3 error codes); RGW says InvalidObjectName"},
-    # To be fixed in issue 17 (h17a: object semantics).
-    {"ops": ["put_conditional"], "field": r".*", "match": lambda op, rgw, keel: "If-None-Match" in op["headers"],
-     "reason": "TODO issue 17 (h17a): conditional writes (If-None-Match: * on PutObject)"},
-    {"ops": ["get", "head"], "field": r".*",
-     "match": lambda op, rgw, keel: any(k in op["params"] for k in ("IfModifiedSince", "IfUnmodifiedSince")),
-     "reason": "TODO issue 17 (h17a): If-Modified-Since / If-Unmodified-Since on GET and HEAD"},
-    {"ops": ["copy"], "field": r".*", "match": lambda op, rgw, keel: "condition" in op,
-     "reason": "TODO issue 17 (h17a): x-amz-copy-source-if-* on CopyObject"},
-    {"ops": ["multipart"], "field": r"CompleteAgain\..*",
-     "reason": "TODO issue 17 (h17a): a re-sent CompleteMultipartUpload answers success with the same ETag"},
-    {"ops": ["multipart"], "field": r"Complete\..*", "match": lambda op, rgw, keel: op["if_none_match"],
-     "reason": "TODO issue 17 (h17a): If-None-Match on CompleteMultipartUpload"},
-    {"ops": ["list_v1", "list_v2", "list_versions"], "field": r"pages\[\d+\]\.(CommonPrefixes|Contents|Versions|"
-     r"DeleteMarkers|NextMarker|Marker|StartAfter|KeyMarker|NextKeyMarker|Prefix|Delimiter)",
-     "match": lambda op, rgw, keel: op["params"].get("EncodingType") == "url",
-     "reason": "TODO issue 17 (h17a): encoding-type=url: which fields and characters are encoded (RGW leaves "
-               "CommonPrefixes plain and encodes '/')"},
-    {"ops": ["list_v2"], "field": r"pages\[\d+\]\.KeyCount",
-     "reason": "TODO issue 17 (h17a): ListObjectsV2 KeyCount counts common prefixes too"},
+    {"ops": ["delete", "delete_objects"], "field": r"(Deleted\[\d+\]\.)?DeleteMarker",
+     "match": lambda op, rgw, keel: rgw == RGW_NO_MARKER and keel == AWS_ANOTHER_MARKER,
+     "reason": "deliberate: a plain DELETE of a key whose current version is a delete marker inserts another "
+               "marker on AWS (S3 user guide, 'Removing delete markers'); RGW 16 adds none"},
+    {"ops": ["delete_version"], "field": r"VersionId",
+     "match": lambda op, rgw, keel: rgw is None and (keel == op["version"] or op["version"] == "unknown"),
+     "reason": "deliberate: DeleteObject of a version id the key does not have answers 204 naming that version on AWS; "
+               "RGW 16 sends no x-amz-version-id"},
+    {"ops": ["list_versions"], "field": r"pages\[0\]\.(Versions|DeleteMarkers)",
+     "match": lambda op, rgw, keel: "KeyMarker" in op["params"] and
+     [v for v in rgw if v[0] != op["params"]["KeyMarker"]] == keel,
+     "reason": "deliberate: RGW 16 lists the versions of the key-marker itself in a versioned bucket (without "
+               "version-id-marker); S3 lists the keys after it (ListObjectVersions, key-marker)"},
+    {"ops": ["tagging"], "field": r"PutTagging\.VersionId", "match": lambda op, rgw, keel: rgw is None and keel,
+     "reason": "deliberate: PutObjectTagging names the version it tagged (x-amz-version-id) on AWS; RGW 16 sends none"},
 ]
 
 
@@ -126,6 +122,8 @@ class Target:
         # a version one server makes and the other does not shifts no later ordinal.
         self.operation = 0
         self.extra_headers = {}
+        self.error_headers = {}  # of the last error answered
+        self.markers = {}  # key -> its current delete marker's version id, before a delete (keel only)
         events = client.meta.events
         # Listings without encoding-type unless an operation asks for it (boto3 adds url by default).
         events.unregister("before-parameter-build.s3.ListObjects", set_list_objects_encoding_type_url)
@@ -157,6 +155,7 @@ class Target:
         try:
             return getattr(self.s3, method)(Bucket=self.bucket, **params), None
         except ClientError as e:
+            self.error_headers = e.response["ResponseMetadata"].get("HTTPHeaders", {})
             return None, {"Status": e.response["ResponseMetadata"]["HTTPStatusCode"],
                           "Code": e.response.get("Error", {}).get("Code")}
         except (BotoCoreError, ResponseParserError) as e:  # a response boto3 cannot parse
@@ -201,7 +200,8 @@ class Sequence:
         r = self.random
         choices = [("put", 24), ("get", 14), ("head", 6), ("delete", 8), ("delete_objects", 5), ("copy", 5),
                    ("list_v2", 10), ("list_v1", 6), ("list_versions", 6), ("multipart", 2), ("versioning", 1),
-                   ("get_version", 4), ("delete_version", 3), ("put_conditional", 4), ("list_parts_and_abort", 1)]
+                   ("get_version", 4), ("delete_version", 3), ("put_conditional", 4), ("list_parts_and_abort", 1),
+                   ("tagging", 3)]
         name = r.choices([c[0] for c in choices], weights=[c[1] for c in choices])[0]
         return getattr(self, "make_" + name)()
 
@@ -211,7 +211,7 @@ class Sequence:
         op = {"name": "put", "key": key, "body": body}
         if self.random.random() < 0.3:
             op["content_type"] = self.random.choice(["text/plain", "application/x-thing; a=b", "image/png"])
-            op["metadata"] = {"color": self.random.choice(["red", "blue green", "x%20y"])}
+            op["metadata"] = {"color": self.random.choice(["red", "blue green", "x%20y", "=?UTF-8?B?SMOpbGxv?="])}
         if len(key.encode()) <= 1024 and key not in self.keys:
             self.keys.append(key)
         self.etags[key] = '"' + hashlib.md5(body).hexdigest() + '"'
@@ -283,7 +283,10 @@ class Sequence:
         if r.random() < 0.3:
             op["condition"] = r.choice([{"CopySourceIfMatch": self.etags.get(op["source"], '"x"')},
                                         {"CopySourceIfNoneMatch": self.etags.get(op["source"], '"x"')},
-                                        {"CopySourceIfModifiedSince": PAST}, {"CopySourceIfUnmodifiedSince": PAST}])
+                                        {"CopySourceIfModifiedSince": PAST},
+                                        # RGW 16 copies on an if-unmodified-since in the past, which S3 refuses
+                                        # (412, as keel): a future date keeps both servers' objects the same.
+                                        {"CopySourceIfUnmodifiedSince": FUTURE}])
         if op["source"] in self.etags and len(op["key"].encode()) <= 1024:
             self.etags[op["key"]] = self.etags[op["source"]]
             if op["key"] not in self.keys:
@@ -343,6 +346,20 @@ class Sequence:
         self.etags.pop(key, None)
         return op
 
+    def make_tagging(self):
+        """Tags in a random order, by x-amz-tagging on a put or by PutObjectTagging, read back
+        in the order the server lists them."""
+        r = self.random
+        names = r.sample(["b", "a", "Z", "_", "a b", "é", "10", "9", "k=v", "&"], r.randint(1, 6))
+        tags = [(name, r.choice(["", "v", "x y", "ü"])) for name in names]
+        op = {"name": "tagging", "key": self.key(), "tags": tags, "by_header": r.random() < 0.5}
+        if op["by_header"]:
+            op["body"] = self.body()
+            if len(op["key"].encode()) <= 1024 and op["key"] not in self.keys:
+                self.keys.append(op["key"])
+            self.etags[op["key"]] = '"' + hashlib.md5(op["body"]).hexdigest() + '"'
+        return op
+
     def make_list_parts_and_abort(self):
         return {"name": "list_parts_and_abort", "key": self.key()}
 
@@ -351,26 +368,54 @@ def error(err):
     return {"error": err}
 
 
-def normalise_listing(target, page, fields):
+def aws_listing_encode(text):
+    """A listing's encoding-type=url form on S3: every byte but ASCII letters, digits and -_.*/
+    percent-encoded (%20 for a blank, '~' escaped, '*' and '/' kept)."""
+    return urllib.parse.quote(text, safe="/*").replace("~", "%7E")
+
+
+def listing_text(target, value, is_key, url, not_aws):
+    """A key or other text field of a listing, decoded when encoding-type=url was asked for.
+    keel must encode as S3 does (a value it encodes otherwise is added to not_aws); RGW 16
+    encodes keys and common prefixes (with '/' as %2F in keys) and sends Prefix, Delimiter and
+    markers plain."""
+    if not url or value is None:
+        return value
+    if target.name == "rgw":
+        return urllib.parse.unquote(value) if is_key else value
+    decoded = urllib.parse.unquote(value)
+    if aws_listing_encode(decoded) != value:
+        not_aws.append(value)
+    return decoded
+
+
+def normalise_listing(target, page, fields, url):
+    not_aws = []
+
+    def text(value, is_key=False):
+        return listing_text(target, value, is_key, url, not_aws)
+
     out = {"IsTruncated": page.get("IsTruncated"), "KeyCount": page.get("KeyCount"),
-           "MaxKeys": page.get("MaxKeys"), "Prefix": page.get("Prefix"), "Delimiter": page.get("Delimiter"),
-           "EncodingType": page.get("EncodingType"),
-           "CommonPrefixes": [p["Prefix"] for p in page.get("CommonPrefixes", [])]}
+           "MaxKeys": page.get("MaxKeys"), "Prefix": text(page.get("Prefix")),
+           "Delimiter": text(page.get("Delimiter")), "EncodingType": page.get("EncodingType"),
+           "CommonPrefixes": [text(p["Prefix"], True) for p in page.get("CommonPrefixes", [])]}
     for field in fields:
         if field in page:
-            out[field] = page[field]
-    out["Contents"] = [(o["Key"], o["ETag"], o["Size"], o.get("StorageClass"), "Owner" in o)
+            out[field] = text(page[field]) if field.endswith(("Marker", "StartAfter")) and "Version" not in field \
+                else page[field]
+    out["Contents"] = [(text(o["Key"], True), o["ETag"], o["Size"], o.get("StorageClass"), "Owner" in o)
                        for o in page.get("Contents", [])]
     if "Versions" in page or "DeleteMarkers" in page:
         # Versions and delete markers merged in the order the XML lists them is
         # not kept by boto3; compare each list on its own.
-        out["Versions"] = [(v["Key"], target.version(v["VersionId"]), v["IsLatest"], v["ETag"], v["Size"])
+        out["Versions"] = [(text(v["Key"], True), target.version(v["VersionId"]), v["IsLatest"], v["ETag"], v["Size"])
                            for v in page.get("Versions", [])]
-        out["DeleteMarkers"] = [(m["Key"], target.version(m["VersionId"]), m["IsLatest"])
+        out["DeleteMarkers"] = [(text(m["Key"], True), target.version(m["VersionId"]), m["IsLatest"])
                                 for m in page.get("DeleteMarkers", [])]
     for marker in ("NextVersionIdMarker", "VersionIdMarker"):
         if marker in out:
             out[marker] = target.version(out[marker]) if out[marker] else out[marker]
+    out["NotAwsEncoded"] = not_aws
     return out
 
 
@@ -406,17 +451,18 @@ def run(target, op):
         result, err = target.call("delete_object", **params)
         if err:
             return error(err)
-        return {"Status": result["ResponseMetadata"]["HTTPStatusCode"], "DeleteMarker": result.get("DeleteMarker"),
-                "VersionId": target.version(result.get("VersionId"))}
+        out = {"Status": result["ResponseMetadata"]["HTTPStatusCode"]}
+        marker = {"Key": op["key"], "DeleteMarker": result.get("DeleteMarker"), "VersionId": result.get("VersionId")}
+        if name == "delete" and op["key"] in op.get("on_marker", ()):
+            label_delete_on_marker(target, marker, target.markers.get(op["key"]))
+        return dict(out, DeleteMarker=marker["DeleteMarker"], VersionId=target.version(marker["VersionId"]))
     if name == "delete_objects":
         objects = [dict(o, VersionId=target.real_version(o["VersionId"])) if "VersionId" in o else o
                    for o in op["objects"]]
         result, err = target.call("delete_objects", Delete={"Objects": objects, "Quiet": op["quiet"]})
         if err:
             return error(err)
-        return {"Deleted": sorted(((d["Key"], target.version(d.get("VersionId")), d.get("DeleteMarker"),
-                                    target.version(d.get("DeleteMarkerVersionId"))) for d in result.get("Deleted", [])),
-                                  key=repr),
+        return {"Deleted": deleted_entries(target, op, result.get("Deleted", [])),
                 "Errors": sorted(((e["Key"], e["Code"]) for e in result.get("Errors", [])), key=repr)}
     if name == "copy":
         params = {"Key": op["key"], "CopySource": {"Bucket": target.bucket, "Key": op["source"]},
@@ -442,6 +488,19 @@ def run(target, op):
         return {"Status": target.call("get_bucket_versioning")[0].get("Status")}
     if name == "multipart":
         return multipart(target, op)
+    if name == "tagging":
+        out = {}
+        if op["by_header"]:
+            result, err = target.call("put_object", Key=op["key"], Body=op["body"],
+                                      Tagging=urllib.parse.urlencode(op["tags"]))
+            out["Put"] = error(err) if err else {"VersionId": target.version(result.get("VersionId"))}
+        else:
+            result, err = target.call("put_object_tagging", Key=op["key"],
+                                      Tagging={"TagSet": [{"Key": k, "Value": v} for k, v in op["tags"]]})
+            out["PutTagging"] = error(err) if err else {"VersionId": target.version(result.get("VersionId"))}
+        result, err = target.call("get_object_tagging", Key=op["key"])
+        out["TagSet"] = error(err) if err else [(t["Key"], t["Value"]) for t in result["TagSet"]]
+        return out
     if name == "list_parts_and_abort":
         created, err = target.call("create_multipart_upload", Key=op["key"])
         if err:
@@ -463,6 +522,64 @@ def run(target, op):
     raise AssertionError(f"unknown operation {name}")
 
 
+# A plain DELETE of a key whose current version is a delete marker: AWS inserts another delete
+# marker ("Removing delete markers", S3 user guide), RGW 16 adds none and answers 204 without
+# x-amz-delete-marker. The test checks each server's answer against its own rule, names the
+# outcome by these labels, and removes keel's extra marker again (by its version id) so that
+# both servers hold the same versions for the operations that follow.
+AWS_ANOTHER_MARKER = "another delete marker (AWS)"
+RGW_NO_MARKER = "no new delete marker (RGW 16)"
+
+
+def current_markers(target, keys):
+    """{key: version id of its current delete marker} for the keys whose current version is
+    one, asked by HEAD (keel sends x-amz-delete-marker and the marker's x-amz-version-id on
+    the 404, as AWS; RGW 16 sends neither, so this is asked of keel only)."""
+    markers = {}
+    for key in set(keys):
+        _, err = target.call("head_object", Key=key)
+        if err and err["Status"] == 404 and target.error_headers.get("x-amz-delete-marker") == "true":
+            markers[key] = target.error_headers.get("x-amz-version-id")
+    return markers
+
+
+def label_delete_on_marker(target, entry, previous):
+    """Rewrites one deletion's outcome ({'Key', 'DeleteMarker', 'VersionId'}) of a key whose
+    current version was the delete marker `previous`, by the rule of the target's server."""
+    if target.name == "rgw":
+        if entry["DeleteMarker"] is None and entry["VersionId"] is None:
+            entry.update(DeleteMarker=RGW_NO_MARKER)
+        return
+    added = entry["VersionId"]
+    # In a Suspended bucket a null marker on a null marker replaces it: the same answer on both.
+    if entry["DeleteMarker"] and added not in (None, previous) and added not in target.ordinal_of:
+        _, err = target.call("delete_object", Key=entry["Key"], VersionId=added)
+        if err:
+            raise AssertionError(f"{target.name}: removing the extra delete marker {added} of {entry['Key']!r}: {err}")
+        entry.update(DeleteMarker=AWS_ANOTHER_MARKER, VersionId=None)
+
+
+def deleted_entries(target, op, deleted):
+    """DeleteObjects' <Deleted> entries in an order both servers share (by key, then the version
+    asked for, then new markers first), delete-on-marker outcomes labelled, then ordinals given to
+    new versions in that order (RGW and keel list the entries in different orders)."""
+    entries = sorted(({"Key": d["Key"], "Asked": d.get("VersionId"), "DeleteMarker": d.get("DeleteMarker"),
+                       "VersionId": d.get("DeleteMarkerVersionId")} for d in deleted),
+                     key=lambda e: (e["Key"], target.ordinal_of.get(e["Asked"], e["Asked"] or ""),
+                                    e["DeleteMarker"] is not True))
+    seen = set()
+    for entry in entries:
+        if entry["Asked"] is not None:
+            continue
+        # A key named twice: its second deletion meets the marker its first one made.
+        if entry["Key"] in seen and op.get("versioned"):
+            label_delete_on_marker(target, entry, None)
+        elif entry["Key"] in op.get("on_marker", ()):
+            label_delete_on_marker(target, entry, target.markers.get(entry["Key"]))
+        seen.add(entry["Key"])
+    return [dict(e, Asked=target.version(e["Asked"]), VersionId=target.version(e["VersionId"])) for e in entries]
+
+
 def list_all(target, op):
     """Every page of a listing, following the target's own markers (at most 12 pages)."""
     name, params = op["name"], dict(op["params"])
@@ -475,21 +592,27 @@ def list_all(target, op):
         if err:
             pages.append(error(err))
             break
-        pages.append(normalise_listing(target, page, fields))
+        normalised = normalise_listing(target, page, fields, params.get("EncodingType") == "url")
+        if (target.name == "rgw" and normalised.get("NextKeyMarker") in normalised["CommonPrefixes"] and
+                page.get("NextVersionIdMarker") == params.get("VersionIdMarker", "")):
+            # A page that ends in a common prefix: RGW 16 repeats the version-id-marker it was sent
+            # as NextVersionIdMarker; keel sends none, a common prefix having no version
+            # (docs/gateway.md, "Differential testing against Ceph RGW").
+            del normalised["NextVersionIdMarker"]
+            page = dict(page, NextVersionIdMarker="")
+        pages.append(normalised)
         if not page.get("IsTruncated") or params.get("MaxKeys") == 0:
             break
         if name == "list_v2":
             params["ContinuationToken"] = page["NextContinuationToken"]
         elif name == "list_v1":
-            marker = page.get("NextMarker") or (page["Contents"][-1]["Key"] if page.get("Contents") else None)
+            marker = normalised.get("NextMarker") or (normalised["Contents"][-1][0] if normalised["Contents"] else None)
             if marker is None:
                 break
-            params["Marker"] = urllib.parse.unquote_plus(marker) if params.get("EncodingType") else marker
+            params["Marker"] = marker
         else:
-            params["KeyMarker"] = page.get("NextKeyMarker", "")
+            params["KeyMarker"] = normalised.get("NextKeyMarker", "")
             params["VersionIdMarker"] = page.get("NextVersionIdMarker", "")
-            if params.get("EncodingType"):
-                params["KeyMarker"] = urllib.parse.unquote_plus(params["KeyMarker"])
     return {"pages": pages}
 
 
@@ -592,6 +715,12 @@ class DifferentialTest(unittest.TestCase):
                 op = sequence.next()
                 for t in targets:
                     t.operation = index
+                if op["name"] in ("delete", "delete_objects") and sequence.versioning:
+                    plain = [op["key"]] if op["name"] == "delete" else \
+                        [o["Key"] for o in op["objects"] if "VersionId" not in o]
+                    for t in targets[1:]:
+                        t.markers = current_markers(t, plain)
+                    op.update(on_marker=sorted(targets[1].markers), versioned=True)
                 results = [run(t, op) for t in targets]
                 for ordinal in [v for v in targets[0].ordinal_of.values() if v not in sequence.versions]:
                     if ordinal != "null":
