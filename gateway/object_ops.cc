@@ -5,6 +5,7 @@
 #include "gateway/conditional.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
+#include "gateway/rfc2047.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/tagging.h"
@@ -18,12 +19,10 @@ namespace {
 
 constexpr uint64_t kMaxPutSize = 5ull << 30;  // S3's limit for one PutObject or part
 
-// A header value as HTTP carries it: user metadata with bytes outside ASCII
-// goes out RFC 2047-encoded, as S3 sends it.
+// A header value as HTTP carries it: user metadata outside ASCII goes out
+// RFC 2047-encoded, as S3 sends it.
 std::string header_value(const std::string& name, const std::string& value) {
-  const bool ascii = std::all_of(value.begin(), value.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-  if (ascii || !name.starts_with("x-amz-meta-")) return value;
-  return "=?UTF-8?B?" + to_base64(as_bytes(value)) + "?=";
+  return name.starts_with("x-amz-meta-") ? encode_metadata_value(value) : value;
 }
 
 // The response-* parameters of a GET or HEAD override these headers.

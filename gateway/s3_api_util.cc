@@ -4,8 +4,8 @@
 #include <chrono>
 #include <sstream>
 
+#include "gateway/rfc2047.h"
 #include "gateway/s3_error.h"
-#include "targets/s3/sigv4.h"
 #include "util/error.h"
 #include "util/id.h"
 #include "util/text.h"
@@ -82,9 +82,12 @@ ListingRequest parse_listing_request(const S3Request& request) {
           parse_encoding_type(request), parse_max(request, "max-keys", 1000)};
 }
 
-std::string ListingRequest::encode(const std::string& text) const {
-  return url ? targets::s3::uri_encode(text, false) : text;
+std::string listing_url_encode(std::string_view text) {
+  // Java's URLEncoder set with %20 for a blank and '/' kept: unlike SigV4's, '*' stays and '~' is escaped.
+  return percent_encode(text, "-_.*/");
 }
+
+std::string ListingRequest::encode(const std::string& text) const { return url ? listing_url_encode(text) : text; }
 
 ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
                       const ListCursor& after, size_t max_keys) {
@@ -260,8 +263,9 @@ NameValues stored_headers(const S3Request& request) {
   size_t user_bytes = 0;
   for (const auto& [name, value] : request.headers) {
     if (name.starts_with("x-amz-meta-")) {
-      user_bytes += name.size() - 11 + value.size();
-      out.emplace_back(name, value);
+      std::string decoded = decode_metadata_value(value);
+      user_bytes += name.size() - 11 + decoded.size();
+      out.emplace_back(name, std::move(decoded));
     } else if (std::find(std::begin(kKept), std::end(kKept), name) != std::end(kKept)) {
       out.emplace_back(name, value);
     } else if (name == "content-encoding") {

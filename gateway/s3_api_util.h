@@ -39,6 +39,10 @@ size_t parse_max_header(const S3Request& request, const std::string& name, size_
 bool parse_encoding_type(const S3Request& request);
 
 // The parameters ListObjects (v1, v2) and ListObjectVersions share.
+// A key, prefix or marker as a listing with encoding-type=url carries it: every byte but
+// ASCII letters, digits and "-_.*/" percent-encoded, as S3 does (a blank is %20).
+std::string listing_url_encode(std::string_view text);
+
 struct ListingRequest {
   std::string prefix;
   std::string delimiter;

@@ -1,5 +1,6 @@
 #include "gateway/tagging.h"
 
+#include <algorithm>
 #include <set>
 
 #include "gateway/s3_api_util.h"
@@ -59,7 +60,9 @@ NameValues parse_tagging_document(const boost::property_tree::ptree& tree, size_
   return checked(std::move(tags), max_tags);
 }
 
-std::string tagging_document(const NameValues& tags) {
+std::string tagging_document(NameValues tags) {
+  // Ordered by key (bytes), whatever order they came in, as S3 and RGW answer them.
+  std::sort(tags.begin(), tags.end());
   XmlWriter xml;
   xml.open("Tagging", kS3Namespace).open("TagSet");
   for (const auto& [key, value] : tags) xml.open("Tag").element("Key", key).element("Value", value).close();

@@ -20,7 +20,7 @@ NameValues parse_tagging_header(const std::string& header);
 // Keys and values are taken verbatim (blanks included). Throws S3Error
 // MalformedXML or InvalidTag (over max_tags, ...).
 NameValues parse_tagging_document(const boost::property_tree::ptree& tree, size_t max_tags = kMaxTags);
-// The <Tagging> document of these tags.
-std::string tagging_document(const NameValues& tags);
+// The <Tagging> document of these tags, ordered by key (keys are unique).
+std::string tagging_document(NameValues tags);
 
 }  // namespace keel::gateway

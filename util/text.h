@@ -10,5 +10,7 @@ namespace keel {
 std::string ascii_lower(std::string_view text);
 // Without leading and trailing spaces and tabs.
 std::string_view trim_blanks(std::string_view text);
+// Every byte but ASCII letters, digits and those in `keep` as %XX (upper-case hex).
+std::string percent_encode(std::string_view text, std::string_view keep);
 
 }  // namespace keel

@@ -11,6 +11,7 @@
 
 #include "util/digest.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "util/openssl.h"
 
 namespace keel::targets::s3 {
@@ -51,11 +52,6 @@ std::string lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
   return out;
-}
-
-bool is_unreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-         c == '.' || c == '~';
 }
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -181,20 +177,7 @@ std::string sign_canonical(const SigningRequest& request, const std::vector<std:
 }  // namespace
 
 std::string uri_encode(std::string_view s, bool encode_slash) {
-  static constexpr char kHexDigits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (is_unreserved(c) || (c == '/' && !encode_slash)) {
-      out += ch;
-    } else {
-      out += '%';
-      out += kHexDigits[c >> 4];
-      out += kHexDigits[c & 0xf];
-    }
-  }
-  return out;
+  return percent_encode(s, encode_slash ? "-_.~" : "-_.~/");
 }
 
 std::string encode_path(std::string_view raw_path) {

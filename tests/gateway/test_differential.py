@@ -58,7 +58,7 @@ PREFIXES = ["", "d", "dir", "dir/", "dir/b", "a", " ", "%", "é", "日本", "k",
 DELIMITERS = ["/", " ", "%", "b", "é", "/b"]
 
 # Differences keel does not share with RGW, matched by operation and field.
-# reason: "deliberate: ..." (documented in docs/gateway.md) or "TODO issue 17 (h17a): ..." (to be fixed).
+# reason: "deliberate: ..." (documented in docs/gateway.md) or "TODO issue N: ..." (to be fixed).
 EXPECTED_DIFFERENCES = [
     # Deliberate: keel follows AWS where RGW 16 does not (docs/gateway.md, "Differential testing").
     {"ops": ["multipart"], "field": r"Complete\.ETag", "match": lambda op, rgw, keel: rgw == "",
@@ -80,25 +80,22 @@ EXPECTED_DIFFERENCES = [
     {"ops": ["put", "put_conditional", "get", "head", "multipart", "copy"], "field": r"(.*\.)?error\.Code",
      "match": lambda op, rgw, keel: rgw == "InvalidObjectName" and keel == "KeyTooLongError",
      "reason": "deliberate: a key over 1024 bytes is KeyTooLongError on AWS (S3 error codes); RGW says InvalidObjectName"},
-    # To be fixed in issue 17 (h17a: object semantics).
-    {"ops": ["put_conditional"], "field": r".*", "match": lambda op, rgw, keel: "If-None-Match" in op["headers"],
-     "reason": "TODO issue 17 (h17a): conditional writes (If-None-Match: * on PutObject)"},
-    {"ops": ["get", "head"], "field": r".*",
-     "match": lambda op, rgw, keel: any(k in op["params"] for k in ("IfModifiedSince", "IfUnmodifiedSince")),
-     "reason": "TODO issue 17 (h17a): If-Modified-Since / If-Unmodified-Since on GET and HEAD"},
-    {"ops": ["copy"], "field": r".*", "match": lambda op, rgw, keel: "condition" in op,
-     "reason": "TODO issue 17 (h17a): x-amz-copy-source-if-* on CopyObject"},
-    {"ops": ["multipart"], "field": r"CompleteAgain\..*",
-     "reason": "TODO issue 17 (h17a): a re-sent CompleteMultipartUpload answers success with the same ETag"},
-    {"ops": ["multipart"], "field": r"Complete\..*", "match": lambda op, rgw, keel: op["if_none_match"],
-     "reason": "TODO issue 17 (h17a): If-None-Match on CompleteMultipartUpload"},
-    {"ops": ["list_v1", "list_v2", "list_versions"], "field": r"pages\[\d+\]\.(CommonPrefixes|Contents|Versions|"
-     r"DeleteMarkers|NextMarker|Marker|StartAfter|KeyMarker|NextKeyMarker|Prefix|Delimiter)",
-     "match": lambda op, rgw, keel: op["params"].get("EncodingType") == "url",
-     "reason": "TODO issue 17 (h17a): encoding-type=url: which fields and characters are encoded (RGW leaves "
-               "CommonPrefixes plain and encodes '/')"},
-    {"ops": ["list_v2"], "field": r"pages\[\d+\]\.KeyCount",
-     "reason": "TODO issue 17 (h17a): ListObjectsV2 KeyCount counts common prefixes too"},
+    {"ops": ["delete", "delete_objects"], "field": r"(Deleted\[\d+\]\.)?DeleteMarker",
+     "match": lambda op, rgw, keel: rgw == RGW_NO_MARKER and keel == AWS_ANOTHER_MARKER,
+     "reason": "deliberate: a plain DELETE of a key whose current version is a delete marker inserts another "
+               "marker on AWS (S3 user guide, 'Removing delete markers'); RGW 16 adds none"},
+    {"ops": ["delete_version"], "field": r"VersionId",
+     "match": lambda op, rgw, keel: rgw is None and (keel == op["version"] or op["version"] == "unknown"),
+     "reason": "deliberate: DeleteObject of a version id the key does not have answers 204 naming that version on AWS; "
+               "RGW 16 sends no x-amz-version-id"},
+    {"ops": ["list_versions"], "field": r"RGW lists the key-marker", "match": lambda op, rgw, keel: rgw and not keel,
+     "reason": "deliberate: RGW 16 lists the versions of the key-marker itself in a versioned bucket (without "
+               "version-id-marker); S3 lists the keys after it (ListObjectVersions, key-marker)"},
+    {"ops": ["get", "head"], "field": r"VersionId", "match": lambda op, rgw, keel: rgw is None and keel == "null",
+     "reason": "deliberate: GET/HEAD of a null version in a bucket with versioning on or suspended names it "
+               "(x-amz-version-id: null) on AWS; RGW 16 sends none"},
+    {"ops": ["tagging"], "field": r"PutTagging\.VersionId", "match": lambda op, rgw, keel: rgw is None and keel,
+     "reason": "deliberate: PutObjectTagging names the version it tagged (x-amz-version-id) on AWS; RGW 16 sends none"},
 ]
 
 
@@ -126,6 +123,8 @@ class Target:
         # a version one server makes and the other does not shifts no later ordinal.
         self.operation = 0
         self.extra_headers = {}
+        self.error_headers = {}  # of the last error answered
+        self.markers = {}  # key -> its current delete marker's version id, before a delete (keel only)
         events = client.meta.events
         # Listings without encoding-type unless an operation asks for it (boto3 adds url by default).
         events.unregister("before-parameter-build.s3.ListObjects", set_list_objects_encoding_type_url)
@@ -157,6 +156,7 @@ class Target:
         try:
             return getattr(self.s3, method)(Bucket=self.bucket, **params), None
         except ClientError as e:
+            self.error_headers = e.response["ResponseMetadata"].get("HTTPHeaders", {})
             return None, {"Status": e.response["ResponseMetadata"]["HTTPStatusCode"],
                           "Code": e.response.get("Error", {}).get("Code")}
         except (BotoCoreError, ResponseParserError) as e:  # a response boto3 cannot parse
@@ -183,6 +183,8 @@ class Sequence:
         self.keys = []  # keys put at least once
         self.versions = []  # version ordinals seen
         self.etags = {}  # key -> the ETag of its last put body
+        self.multipart = set()  # keys last written by a multipart upload
+        self.written = set()
         self.versioning = None
 
     def key(self):
@@ -201,7 +203,8 @@ class Sequence:
         r = self.random
         choices = [("put", 24), ("get", 14), ("head", 6), ("delete", 8), ("delete_objects", 5), ("copy", 5),
                    ("list_v2", 10), ("list_v1", 6), ("list_versions", 6), ("multipart", 2), ("versioning", 1),
-                   ("get_version", 4), ("delete_version", 3), ("put_conditional", 4), ("list_parts_and_abort", 1)]
+                   ("get_version", 4), ("delete_version", 3), ("put_conditional", 4), ("list_parts_and_abort", 1),
+                   ("tagging", 3)]
         name = r.choices([c[0] for c in choices], weights=[c[1] for c in choices])[0]
         return getattr(self, "make_" + name)()
 
@@ -211,17 +214,21 @@ class Sequence:
         op = {"name": "put", "key": key, "body": body}
         if self.random.random() < 0.3:
             op["content_type"] = self.random.choice(["text/plain", "application/x-thing; a=b", "image/png"])
-            op["metadata"] = {"color": self.random.choice(["red", "blue green", "x%20y"])}
+            op["metadata"] = {"color": self.random.choice(["red", "blue green", "x%20y", "=?UTF-8?B?SMOpbGxv?="])}
         if len(key.encode()) <= 1024 and key not in self.keys:
             self.keys.append(key)
         self.etags[key] = '"' + hashlib.md5(body).hexdigest() + '"'
+        self.multipart.discard(key)
         return op
 
     def make_put_conditional(self):
+        self.written = set(self.keys)  # before make_put adds the key
         op = self.make_put()
         op["name"] = "put_conditional"
         r = self.random.random()
-        if r < 0.5:
+        # RGW 16 ignores If-None-Match: * in a bucket with versioning on (it writes a new version; S3
+        # refuses, 412, as keel): there it goes only with keys not written yet, which both servers write.
+        if r < 0.5 and (self.versioning is None or op["key"] not in self.written):
             op["headers"] = {"If-None-Match": "*"}
         else:
             op["headers"] = {"If-Match": self.etags.get(op["key"], '"0123456789abcdef0123456789abcdef"')
@@ -278,12 +285,22 @@ class Sequence:
 
     def make_copy(self):
         r = self.random
-        op = {"name": "copy", "source": self.key(), "key": self.key(),
+        source = self.key()
+        if source in self.multipart:
+            # A CopyObject of a multipart object: S3 gives the copy the MD5 of its bytes as ETag (one
+            # part), as keel does; RGW 16 keeps the source's "-N" ETag, and the two would differ in every
+            # later listing of the copy. Copied multipart objects are in tests/gateway/test_s3_semantics.py.
+            source = r.choice([k for k in ODD_KEYS if k not in self.multipart] or ODD_KEYS)
+        op = {"name": "copy", "source": source, "key": self.key(),
               "directive": r.choice(["COPY", "REPLACE"])}
         if r.random() < 0.3:
             op["condition"] = r.choice([{"CopySourceIfMatch": self.etags.get(op["source"], '"x"')},
                                         {"CopySourceIfNoneMatch": self.etags.get(op["source"], '"x"')},
-                                        {"CopySourceIfModifiedSince": PAST}, {"CopySourceIfUnmodifiedSince": PAST}])
+                                        {"CopySourceIfModifiedSince": PAST},
+                                        # RGW 16 copies on an if-unmodified-since in the past, which S3 refuses
+                                        # (412, as keel): a future date keeps both servers' objects the same.
+                                        {"CopySourceIfUnmodifiedSince": FUTURE}])
+        self.multipart.discard(op["key"])
         if op["source"] in self.etags and len(op["key"].encode()) <= 1024:
             self.etags[op["key"]] = self.etags[op["source"]]
             if op["key"] not in self.keys:
@@ -341,6 +358,22 @@ class Sequence:
         if len(key.encode()) <= 1024 and key not in self.keys:
             self.keys.append(key)
         self.etags.pop(key, None)
+        self.multipart.add(key)
+        return op
+
+    def make_tagging(self):
+        """Tags in a random order, by x-amz-tagging on a put or by PutObjectTagging, read back
+        in the order the server lists them."""
+        r = self.random
+        names = r.sample(["b", "a", "Z", "_", "a b", "é", "10", "9", "k=v", "&"], r.randint(1, 6))
+        tags = [(name, r.choice(["", "v", "x y", "ü"])) for name in names]
+        op = {"name": "tagging", "key": self.key(), "tags": tags, "by_header": r.random() < 0.5}
+        if op["by_header"]:
+            op["body"] = self.body()
+            if len(op["key"].encode()) <= 1024 and op["key"] not in self.keys:
+                self.keys.append(op["key"])
+            self.etags[op["key"]] = '"' + hashlib.md5(op["body"]).hexdigest() + '"'
+            self.multipart.discard(op["key"])
         return op
 
     def make_list_parts_and_abort(self):
@@ -351,26 +384,54 @@ def error(err):
     return {"error": err}
 
 
-def normalise_listing(target, page, fields):
+def aws_listing_encode(text):
+    """A listing's encoding-type=url form on S3: every byte but ASCII letters, digits and -_.*/
+    percent-encoded (%20 for a blank, '~' escaped, '*' and '/' kept)."""
+    return urllib.parse.quote(text, safe="/*").replace("~", "%7E")
+
+
+def listing_text(target, value, is_key, url, not_aws):
+    """A key or other text field of a listing, decoded when encoding-type=url was asked for.
+    keel must encode as S3 does (a value it encodes otherwise is added to not_aws); RGW 16
+    encodes keys and common prefixes (with '/' as %2F in keys) and sends Prefix, Delimiter and
+    markers plain."""
+    if not url or value is None:
+        return value
+    if target.name == "rgw":
+        return urllib.parse.unquote(value) if is_key else value
+    decoded = urllib.parse.unquote(value)
+    if aws_listing_encode(decoded) != value:
+        not_aws.append(value)
+    return decoded
+
+
+def normalise_listing(target, page, fields, url):
+    not_aws = []
+
+    def text(value, is_key=False):
+        return listing_text(target, value, is_key, url, not_aws)
+
     out = {"IsTruncated": page.get("IsTruncated"), "KeyCount": page.get("KeyCount"),
-           "MaxKeys": page.get("MaxKeys"), "Prefix": page.get("Prefix"), "Delimiter": page.get("Delimiter"),
-           "EncodingType": page.get("EncodingType"),
-           "CommonPrefixes": [p["Prefix"] for p in page.get("CommonPrefixes", [])]}
+           "MaxKeys": page.get("MaxKeys"), "Prefix": text(page.get("Prefix")),
+           "Delimiter": text(page.get("Delimiter")), "EncodingType": page.get("EncodingType"),
+           "CommonPrefixes": [text(p["Prefix"], True) for p in page.get("CommonPrefixes", [])]}
     for field in fields:
         if field in page:
-            out[field] = page[field]
-    out["Contents"] = [(o["Key"], o["ETag"], o["Size"], o.get("StorageClass"), "Owner" in o)
+            out[field] = text(page[field]) if field.endswith(("Marker", "StartAfter")) and "Version" not in field \
+                else page[field]
+    out["Contents"] = [(text(o["Key"], True), o["ETag"], o["Size"], o.get("StorageClass"), "Owner" in o)
                        for o in page.get("Contents", [])]
     if "Versions" in page or "DeleteMarkers" in page:
         # Versions and delete markers merged in the order the XML lists them is
         # not kept by boto3; compare each list on its own.
-        out["Versions"] = [(v["Key"], target.version(v["VersionId"]), v["IsLatest"], v["ETag"], v["Size"])
+        out["Versions"] = [(text(v["Key"], True), target.version(v["VersionId"]), v["IsLatest"], v["ETag"], v["Size"])
                            for v in page.get("Versions", [])]
-        out["DeleteMarkers"] = [(m["Key"], target.version(m["VersionId"]), m["IsLatest"])
+        out["DeleteMarkers"] = [(text(m["Key"], True), target.version(m["VersionId"]), m["IsLatest"])
                                 for m in page.get("DeleteMarkers", [])]
     for marker in ("NextVersionIdMarker", "VersionIdMarker"):
         if marker in out:
             out[marker] = target.version(out[marker]) if out[marker] else out[marker]
+    out["NotAwsEncoded"] = not_aws
     return out
 
 
@@ -406,17 +467,19 @@ def run(target, op):
         result, err = target.call("delete_object", **params)
         if err:
             return error(err)
-        return {"Status": result["ResponseMetadata"]["HTTPStatusCode"], "DeleteMarker": result.get("DeleteMarker"),
-                "VersionId": target.version(result.get("VersionId"))}
+        out = {"Status": result["ResponseMetadata"]["HTTPStatusCode"]}
+        marker = {"Key": op["key"], "DeleteMarker": result.get("DeleteMarker"), "VersionId": result.get("VersionId")}
+        if name == "delete" and op["key"] in op.get("on_marker", ()):
+            label_delete_on_marker(target, marker, target.markers.get(op["key"]),
+                                   op["versioned"] == "Suspended" and op["key"] in op["null_marker"])
+        return dict(out, DeleteMarker=marker["DeleteMarker"], VersionId=target.version(marker["VersionId"]))
     if name == "delete_objects":
         objects = [dict(o, VersionId=target.real_version(o["VersionId"])) if "VersionId" in o else o
                    for o in op["objects"]]
         result, err = target.call("delete_objects", Delete={"Objects": objects, "Quiet": op["quiet"]})
         if err:
             return error(err)
-        return {"Deleted": sorted(((d["Key"], target.version(d.get("VersionId")), d.get("DeleteMarker"),
-                                    target.version(d.get("DeleteMarkerVersionId"))) for d in result.get("Deleted", [])),
-                                  key=repr),
+        return {"Deleted": deleted_entries(target, op, result.get("Deleted", [])),
                 "Errors": sorted(((e["Key"], e["Code"]) for e in result.get("Errors", [])), key=repr)}
     if name == "copy":
         params = {"Key": op["key"], "CopySource": {"Bucket": target.bucket, "Key": op["source"]},
@@ -442,6 +505,19 @@ def run(target, op):
         return {"Status": target.call("get_bucket_versioning")[0].get("Status")}
     if name == "multipart":
         return multipart(target, op)
+    if name == "tagging":
+        out = {}
+        if op["by_header"]:
+            result, err = target.call("put_object", Key=op["key"], Body=op["body"],
+                                      Tagging=urllib.parse.urlencode(op["tags"]))
+            out["Put"] = error(err) if err else {"VersionId": target.version(result.get("VersionId"))}
+        else:
+            result, err = target.call("put_object_tagging", Key=op["key"],
+                                      Tagging={"TagSet": [{"Key": k, "Value": v} for k, v in op["tags"]]})
+            out["PutTagging"] = error(err) if err else {"VersionId": target.version(result.get("VersionId"))}
+        result, err = target.call("get_object_tagging", Key=op["key"])
+        out["TagSet"] = error(err) if err else [(t["Key"], t["Value"]) for t in result["TagSet"]]
+        return out
     if name == "list_parts_and_abort":
         created, err = target.call("create_multipart_upload", Key=op["key"])
         if err:
@@ -463,6 +539,76 @@ def run(target, op):
     raise AssertionError(f"unknown operation {name}")
 
 
+# A plain DELETE of a key whose current version is a delete marker: AWS inserts another delete
+# marker ("Removing delete markers", S3 user guide), RGW 16 adds none and answers 204 without
+# x-amz-delete-marker. The test checks each server's answer against its own rule, names the
+# outcome by these labels, and removes keel's extra marker again (by its version id) so that
+# both servers hold the same versions for the operations that follow.
+AWS_ANOTHER_MARKER = "another delete marker (AWS)"
+RGW_NO_MARKER = "no new delete marker (RGW 16)"
+# A plain DELETE in a Suspended bucket of a key whose current version is a null delete marker: AWS
+# replaces it with another null marker (204, delete marker, version null) and keel does so; RGW 16
+# answers that or nothing. Both leave one null marker.
+NULL_MARKER_KEPT = "a null delete marker stays"
+
+
+def current_markers(target, keys):
+    """{key: version id of its current delete marker} for the keys whose current version is
+    one, asked by HEAD (keel sends x-amz-delete-marker and the marker's x-amz-version-id on
+    the 404, as AWS; RGW 16 sends neither, so this is asked of keel only)."""
+    markers = {}
+    for key in set(keys):
+        _, err = target.call("head_object", Key=key)
+        if err and err["Status"] == 404 and target.error_headers.get("x-amz-delete-marker") == "true":
+            markers[key] = target.error_headers.get("x-amz-version-id")
+    return markers
+
+
+def label_delete_on_marker(target, entry, previous, null_marker=False):
+    """Rewrites one deletion's outcome ({'Key', 'DeleteMarker', 'VersionId'}) of a key whose
+    current version was the delete marker `previous` (`null_marker`: a null one, in a Suspended
+    bucket), by the rule of the target's server."""
+    answer = (entry["DeleteMarker"], entry["VersionId"])
+    if null_marker:
+        if answer == (True, "null") or (target.name == "rgw" and answer == (None, None)):
+            entry.update(DeleteMarker=NULL_MARKER_KEPT, VersionId=None)
+        return
+    if target.name == "rgw":
+        if entry["DeleteMarker"] is None and entry["VersionId"] is None:
+            entry.update(DeleteMarker=RGW_NO_MARKER)
+        return
+    added = entry["VersionId"]
+    # In a Suspended bucket a null marker on a null marker replaces it: the same answer on both.
+    # A new marker: a version id not seen before, or null on a versioned marker (Suspended bucket).
+    if entry["DeleteMarker"] and added not in (None, previous) and (added == "null" or added not in target.ordinal_of):
+        _, err = target.call("delete_object", Key=entry["Key"], VersionId=added)
+        if err:
+            raise AssertionError(f"{target.name}: removing the extra delete marker {added} of {entry['Key']!r}: {err}")
+        entry.update(DeleteMarker=AWS_ANOTHER_MARKER, VersionId=None)
+
+
+def deleted_entries(target, op, deleted):
+    """DeleteObjects' <Deleted> entries in an order both servers share (by key, then the version
+    asked for, then new markers first), delete-on-marker outcomes labelled, then ordinals given to
+    new versions in that order (RGW and keel list the entries in different orders)."""
+    entries = sorted(({"Key": d["Key"], "Asked": d.get("VersionId"), "DeleteMarker": d.get("DeleteMarker"),
+                       "VersionId": d.get("DeleteMarkerVersionId")} for d in deleted),
+                     key=lambda e: (e["Key"], target.ordinal_of.get(e["Asked"], e["Asked"] or ""),
+                                    e["DeleteMarker"] is not True))
+    seen = set()
+    for entry in entries:
+        if entry["Asked"] is not None:
+            continue
+        # A key named twice: its second deletion meets the marker its first one made.
+        if entry["Key"] in seen and op.get("versioned"):
+            label_delete_on_marker(target, entry, None, op["versioned"] == "Suspended")
+        elif entry["Key"] in op.get("on_marker", ()):
+            label_delete_on_marker(target, entry, target.markers.get(entry["Key"]),
+                                   op["versioned"] == "Suspended" and entry["Key"] in op["null_marker"])
+        seen.add(entry["Key"])
+    return [dict(e, Asked=target.version(e["Asked"]), VersionId=target.version(e["VersionId"])) for e in entries]
+
+
 def list_all(target, op):
     """Every page of a listing, following the target's own markers (at most 12 pages)."""
     name, params = op["name"], dict(op["params"])
@@ -475,21 +621,39 @@ def list_all(target, op):
         if err:
             pages.append(error(err))
             break
-        pages.append(normalise_listing(target, page, fields))
+        normalised = normalise_listing(target, page, fields, params.get("EncodingType") == "url")
+        if (target.name == "rgw" and normalised.get("NextKeyMarker") in normalised["CommonPrefixes"] and
+                page.get("NextVersionIdMarker") == params.get("VersionIdMarker", "")):
+            # A page that ends in a common prefix: RGW 16 repeats the version-id-marker it was sent
+            # as NextVersionIdMarker; keel sends none, a common prefix having no version
+            # (docs/gateway.md, "Differential testing against Ceph RGW").
+            del normalised["NextVersionIdMarker"]
+            page = dict(page, NextVersionIdMarker="")
+        pages.append(normalised)
         if not page.get("IsTruncated") or params.get("MaxKeys") == 0:
             break
         if name == "list_v2":
             params["ContinuationToken"] = page["NextContinuationToken"]
         elif name == "list_v1":
-            marker = page.get("NextMarker") or (page["Contents"][-1]["Key"] if page.get("Contents") else None)
+            marker = normalised.get("NextMarker") or (normalised["Contents"][-1][0] if normalised["Contents"] else None)
             if marker is None:
                 break
-            params["Marker"] = urllib.parse.unquote_plus(marker) if params.get("EncodingType") else marker
+            params["Marker"] = marker
         else:
-            params["KeyMarker"] = page.get("NextKeyMarker", "")
+            params["KeyMarker"] = normalised.get("NextKeyMarker", "")
             params["VersionIdMarker"] = page.get("NextVersionIdMarker", "")
-            if params.get("EncodingType"):
-                params["KeyMarker"] = urllib.parse.unquote_plus(params["KeyMarker"])
+    marker = op["params"].get("KeyMarker")
+    if name == "list_versions" and marker:
+        listed = [e for p in pages for e in p.get("Versions", []) + p.get("DeleteMarkers", [])]
+        if target.name == "rgw":  # the first target
+            op["rgw_lists_key_marker"] = any(e[0] == marker for e in listed)
+        if op.get("rgw_lists_key_marker"):
+            # RGW 16 also lists the versions of the key-marker itself (S3 lists the keys after it, as
+            # keel), which shifts every page: compare what the pages list together, less those.
+            return {"listed": sorted((e for e in listed if target.name != "rgw" or e[0] != marker), key=repr),
+                    "CommonPrefixes": [c for p in pages for c in p.get("CommonPrefixes", [])],
+                    "NotAwsEncoded": [v for p in pages for v in p.get("NotAwsEncoded", [])],
+                    "RGW lists the key-marker": target.name == "rgw"}
     return {"pages": pages}
 
 
@@ -592,6 +756,13 @@ class DifferentialTest(unittest.TestCase):
                 op = sequence.next()
                 for t in targets:
                     t.operation = index
+                if op["name"] in ("delete", "delete_objects") and sequence.versioning:
+                    plain = [op["key"]] if op["name"] == "delete" else \
+                        [o["Key"] for o in op["objects"] if "VersionId" not in o]
+                    for t in targets[1:]:
+                        t.markers = current_markers(t, plain)
+                    op.update(on_marker=sorted(targets[1].markers), versioned=sequence.versioning,
+                              null_marker=sorted(k for k, v in targets[1].markers.items() if v == "null"))
                 results = [run(t, op) for t in targets]
                 for ordinal in [v for v in targets[0].ordinal_of.values() if v not in sequence.versions]:
                     if ordinal != "null":

@@ -1,11 +1,13 @@
 // S3 semantics of keel gateway below the HTTP layer: XML bodies read
 // verbatim (keys with blanks), conditional requests, copy sources and
-// ranges, parts of multipart objects, listing with max-keys=0.
+// ranges, parts of multipart objects, listing with max-keys=0 and
+// encoding-type=url, RFC 2047 user metadata, tag order.
 #include <catch2/catch.hpp>
 
 #include "gateway/conditional.h"
 #include "gateway/http_date.h"
 #include "gateway/payload_checks.h"
+#include "gateway/rfc2047.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
 #include "gateway/tagging.h"
@@ -221,4 +223,52 @@ TEST_CASE("listing: max-keys=0 lists nothing and is not truncated", "[gateway][s
   const ListingPage page = list_page(fetch, "", "", {}, 0);
   CHECK(page.objects.empty());
   CHECK_FALSE(page.truncated);
+}
+
+TEST_CASE("listing: encoding-type=url encodes as S3 (blank %20, '/' and '*' kept, '~' escaped)", "[gateway][semantics]") {
+  CHECK(listing_url_encode("quux ab/thud") == "quux%20ab/thud");
+  CHECK(listing_url_encode("foo+1/") == "foo%2B1/");
+  CHECK(listing_url_encode("a*b~c") == "a*b%7Ec");
+  CHECK(listing_url_encode("-_.") == "-_.");
+  CHECK(listing_url_encode("%&=?#|") == "%25%26%3D%3F%23%7C");
+  CHECK(listing_url_encode("\xc3\xa9\x01") == "%C3%A9%01");
+}
+
+TEST_CASE("user metadata: RFC 2047 encoded-words decoded on the way in, non-ASCII encoded on the way out",
+          "[gateway][semantics]") {
+  // B and Q, any case of charset and encoding; Q's '_' is a blank.
+  CHECK(decode_metadata_value("=?UTF-8?B?SMOpbGxv?=") == "H\xc3\xa9llo");
+  CHECK(decode_metadata_value("=?utf-8?q?caf=C3=A9_au_lait?=") == "caf\xc3\xa9 au lait");
+  CHECK(decode_metadata_value("=?ISO-8859-1?Q?caf=E9?=") == "caf\xc3\xa9");
+  CHECK(decode_metadata_value("=?UTF-8?B?SGVsbG8=?=") == "Hello");
+  // Blanks between adjacent encoded-words are not text; around plain words they are.
+  CHECK(decode_metadata_value("=?UTF-8?B?SMOp?= =?UTF-8?B?bGxv?=") == "H\xc3\xa9llo");
+  CHECK(decode_metadata_value("a =?UTF-8?Q?=C3=A9?= b") == "a \xc3\xa9 b");
+  CHECK(decode_metadata_value(" lead  trail ") == " lead  trail ");
+  // Not encoded-words (malformed, unknown charset, bad base64 or UTF-8): kept as sent.
+  for (const char* kept : {"=?UTF-8?B?not base64?=", "=?UTF-8?X?abc?=", "=?KOI8-R?B?SGVsbG8=?=", "=?UTF-8?Q?=ZZ?=",
+                           "=?UTF-8?B?/w==?=", "=??B?SGVsbG8=?=", "=?UTF-8?B??=", "plain", "x%20y", ""}) {
+    CHECK(decode_metadata_value(kept) == kept);
+  }
+  // Raw bytes: UTF-8 stays, anything else is ISO-8859-1 (HTTP's header charset).
+  CHECK(decode_metadata_value("caf\xc3\xa9") == "caf\xc3\xa9");
+  CHECK(decode_metadata_value("caf\xe9") == "caf\xc3\xa9");
+
+  CHECK(encode_metadata_value("plain value") == "plain value");
+  CHECK(encode_metadata_value("H\xc3\xa9llo") == "=?UTF-8?B?SMOpbGxv?=");
+  // Round trip: what goes out decodes to what was stored.
+  for (const char* value : {"H\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac", "a b", "=?UTF-8?B?SGVsbG8=?="}) {
+    const std::string stored = decode_metadata_value(value);
+    CHECK(decode_metadata_value(encode_metadata_value(stored)) == stored);
+  }
+}
+
+TEST_CASE("tagging: the document lists tags by key, whatever order they were given in", "[gateway][semantics]") {
+  const std::string doc = tagging_document({{"foo", "bar"}, {"bar", ""}, {"Zed", "1"}, {"\xc3\xa9", "2"}});
+  const size_t zed = doc.find("<Key>Zed</Key>"), bar = doc.find("<Key>bar</Key>"), foo = doc.find("<Key>foo</Key>"),
+               e = doc.find("<Key>\xc3\xa9</Key>");
+  REQUIRE(e != std::string::npos);
+  CHECK(zed < bar);
+  CHECK(bar < foo);
+  CHECK(foo < e);
 }

@@ -1,0 +1,23 @@
+// User metadata values (x-amz-meta-*) as S3 takes and gives them: RFC 2047
+// encoded-words are decoded before a value is stored, and a stored value
+// outside US-ASCII goes out as one "=?UTF-8?B?...?=" encoded-word.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace keel::gateway {
+
+// The value to store for a received x-amz-meta-* header value, in UTF-8: each
+// RFC 2047 encoded-word (=?charset?B?base64?= or =?charset?Q?text?=, charset
+// UTF-8, US-ASCII or ISO-8859-1, any case) decoded, the blanks between two
+// adjacent encoded-words dropped; an encoded-word that is malformed or names
+// another charset stays as sent. Other bytes above 0x7F stay as sent when they
+// are valid UTF-8 and are read as ISO-8859-1 (HTTP's header charset) when not.
+std::string decode_metadata_value(std::string_view value);
+
+// The header value S3 sends for a stored value: as stored when it is all
+// US-ASCII, else one RFC 2047 "B" encoded-word of its bytes.
+std::string encode_metadata_value(std::string_view value);
+
+}  // namespace keel::gateway
