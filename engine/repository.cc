@@ -9,8 +9,10 @@
 
 #include "engine/catalog_copy.h"
 #include "engine/condemnation.h"
+#include "engine/object_lock.h"
 #include "engine/pack.h"
 #include "engine/sealed_object.h"
+#include "targets/retention_guard.h"
 #include "util/codec.h"
 #include "util/error.h"
 #include "util/host.h"
@@ -54,6 +56,14 @@ std::optional<int64_t> condemned_since(const std::map<Id, int64_t>& condemned, c
   return it->second;
 }
 
+// An Object Lock repository's target: every write locked, no locked object removed.
+std::unique_ptr<targets::Target> lock_writes(std::unique_ptr<targets::Target> target, const RepoConfig& config) {
+  if (!config.object_lock) return target;
+  target = targets::make_retention_guard(std::move(target));
+  target->set_write_retention(write_retention(*config.object_lock));
+  return target;
+}
+
 Bytes encode_config(const RepoConfig& c) {
   Encoder e;
   e.varint(c.version);
@@ -64,6 +74,10 @@ Bytes encode_config(const RepoConfig& c) {
   e.svarint(c.compression_level);
   e.varint(c.pack_size);
   e.varint(c.part_size);
+  if (c.object_lock) {
+    e.u8(static_cast<uint8_t>(c.object_lock->mode));
+    e.varint(static_cast<uint64_t>(c.object_lock->period.count()));
+  }
   return e.take();
 }
 
@@ -71,7 +85,7 @@ RepoConfig decode_config(ByteView body, const std::string& what) {
   Decoder d(body, what);
   RepoConfig c;
   c.version = static_cast<uint32_t>(d.varint());
-  if (c.version != 1) d.fail("unsupported repository format " + std::to_string(c.version));
+  if (c.version != 1 && c.version != 2) d.fail("unsupported repository format " + std::to_string(c.version));
   c.repository_id = d.id();
   c.chunker.min_size = static_cast<uint32_t>(d.varint());
   c.chunker.avg_size = static_cast<uint32_t>(d.varint());
@@ -79,6 +93,14 @@ RepoConfig decode_config(ByteView body, const std::string& what) {
   c.compression_level = static_cast<int>(d.svarint());
   c.pack_size = d.varint();
   c.part_size = d.varint();
+  if (c.version == 2) {
+    const uint8_t mode = d.u8();
+    if (mode != static_cast<uint8_t>(targets::LockMode::kGovernance) &&
+        mode != static_cast<uint8_t>(targets::LockMode::kCompliance)) {
+      d.fail("unknown Object Lock mode " + std::to_string(mode));
+    }
+    c.object_lock = ObjectLockConfig{static_cast<targets::LockMode>(mode), std::chrono::seconds(d.varint())};
+  }
   d.expect_done();
   return c;
 }
@@ -211,6 +233,18 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   }
   RepoConfig c = config;
   c.repository_id = Id::random();
+  if (c.object_lock) {
+    if (c.object_lock->period.count() <= 0) throw Error(ErrorKind::kUsage, "an Object Lock period must be positive");
+    if (!target->object_lock_enabled()) {
+      throw Error(ErrorKind::kUsage,
+                  target->describe() + " has no Object Lock: keel can lock objects only in an S3 bucket created "
+                                       "with Object Lock enabled (aws s3api create-bucket --bucket NAME "
+                                       "--object-lock-enabled-for-bucket, i.e. CreateBucket with "
+                                       "x-amz-bucket-object-lock-enabled: true; a local directory cannot lock)");
+    }
+    c.version = 2;
+  }
+  target = lock_writes(std::move(target), c);
   MasterKeys keys = MasterKeys::generate();
   KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username()};
   // Key slot first: a config without a slot would be a repository nobody can open.
@@ -262,6 +296,7 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
   std::string what = where + "/config";
   Bytes body = open_object(kConfigMagic, "repository config", keys->data, cfg, as_bytes(kConfigAad), what);
   RepoConfig config = decode_config(body, what);
+  target = lock_writes(std::move(target), config);
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
   repo->on_warning_ = options.on_warning;
