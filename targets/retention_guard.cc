@@ -1,6 +1,6 @@
 #include "targets/retention_guard.h"
 
-#include <atomic>
+#include <mutex>
 
 #include "targets/target_decorator.h"
 
@@ -13,11 +13,12 @@ class RetentionGuard : public TargetDecorator {
 
   void set_write_retention(const std::optional<WriteRetention>& rule) override {
     inner().set_write_retention(rule);
-    guarding_ = rule.has_value();
+    std::lock_guard lock(mu_);
+    rule_ = rule;
   }
 
   void remove(const std::string& key) override {
-    if (guarding_) {
+    if (may_be_locked(key)) {
       const std::optional<ObjectInfo> info = inner().head(key);
       if (!info) return;  // removing a missing key is not an error
       if (info->retention && info->retention->locked_at(unix_now())) throw_locked(where(key), *info->retention);
@@ -31,7 +32,14 @@ class RetentionGuard : public TargetDecorator {
     return root + (root.ends_with("/") ? "" : "/") + key;
   }
 
-  std::atomic<bool> guarding_{false};
+  // Keys the rule leaves unlocked (leases) keel never locks: no HEAD for them.
+  bool may_be_locked(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    return rule_ && rule_->for_key(key, 0).has_value();
+  }
+
+  mutable std::mutex mu_;
+  std::optional<WriteRetention> rule_;
 };
 
 }  // namespace
