@@ -47,6 +47,8 @@ class S3Upload : public Upload {
       client_.put_object(bucket_, key_, {}, retention_);
     } else {
       client_.complete_multipart_upload(bucket_, key_, upload_id_, parts);
+      // Ceph RGW (16.2) ignores the lock headers of CreateMultipartUpload: set the lock on the result.
+      if (retention_) client_.put_object_retention(bucket_, key_, *retention_);
     }
     done_ = true;
   }
