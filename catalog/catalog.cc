@@ -80,6 +80,10 @@ const std::vector<Migration> kMigrations = {
         "ALTER TABLE blob_locations RENAME TO blobs",
         "CREATE INDEX blobs_by_pack ON blobs(pack_no)",
     },
+    // 6: Object Lock: until when each pack is known to be locked (NULL: not known).
+    {
+        "ALTER TABLE packs ADD COLUMN retain_until INTEGER",
+    },
 };
 
 constexpr std::pair<JobOutcome, std::string_view> kJobOutcomeNames[] = {
@@ -267,14 +271,17 @@ class SqliteCatalog final : public Catalog {
       {
         // Adding a pack again (a rebuild) refreshes it and keeps its number.
         StatementScope s(db_.cached(
-            "INSERT INTO packs(id, size, xxh3, created, condemned) VALUES(?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
-            " size = excluded.size, xxh3 = excluded.xxh3, created = excluded.created,"
-            " condemned = excluded.condemned RETURNING pack_no"));
+            "INSERT INTO packs(id, size, xxh3, created, condemned, retain_until) VALUES(?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(id) DO UPDATE SET size = excluded.size, xxh3 = excluded.xxh3, created = excluded.created,"
+            " condemned = excluded.condemned, retain_until = CASE WHEN packs.retain_until IS NULL OR"
+            " excluded.retain_until > packs.retain_until THEN excluded.retain_until ELSE packs.retain_until END"
+            " RETURNING pack_no"));
         s->bind_blob(1, pack.id.view());
         s->bind_uint64(2, pack.size);
         s->bind_blob(3, pack.xxh3_128);
         s->bind_int64(4, pack.created_unix);
         bind_optional(*s, 5, pack.condemned_unix);
+        bind_optional(*s, 6, pack.retain_until_unix);
         s->step();
         pack_no = s->column_int64(0);
       }
@@ -307,7 +314,7 @@ class SqliteCatalog final : public Catalog {
 
   std::vector<PackRecord> list_packs() override {
     std::lock_guard lock(mutex_);
-    StatementScope s(db_.cached("SELECT id, size, xxh3, created, condemned FROM packs ORDER BY pack_no"));
+    StatementScope s(db_.cached("SELECT id, size, xxh3, created, condemned, retain_until FROM packs ORDER BY pack_no"));
     std::vector<PackRecord> packs;
     while (s->step()) {
       PackRecord& p = packs.emplace_back();
@@ -317,8 +324,27 @@ class SqliteCatalog final : public Catalog {
       p.xxh3_128.assign(hash.begin(), hash.end());
       p.created_unix = s->column_int64(3);
       if (!s->column_is_null(4)) p.condemned_unix = s->column_int64(4);
+      if (!s->column_is_null(5)) p.retain_until_unix = s->column_int64(5);
     }
     return packs;
+  }
+
+  void set_retain_until(const Id& pack, int64_t until_unix) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(
+        "UPDATE packs SET retain_until = ?1 WHERE id = ?2 AND (retain_until IS NULL OR retain_until < ?1)"));
+    s->bind_int64(1, until_unix);
+    s->bind_blob(2, pack.view());
+    s->run();
+  }
+
+  uint64_t packs_locked_less_than(int64_t until_unix) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(
+        "SELECT count(*) FROM packs WHERE condemned IS NULL AND (retain_until IS NULL OR retain_until < ?)"));
+    s->bind_int64(1, until_unix);
+    s->step();
+    return s->column_uint64(0);
   }
 
   void set_condemned(const Id& pack, std::optional<int64_t> since_unix) override {

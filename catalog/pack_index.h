@@ -24,6 +24,9 @@ struct PackRecord {
   // When a prune condemned the pack (it will be deleted once its grace
   // period has passed); empty while it is in use. See docs/maintenance.md.
   std::optional<int64_t> condemned_unix;
+  // Object Lock repositories: until when the pack is known to be locked
+  // (learned from its upload and from HEAD); empty: not known.
+  std::optional<int64_t> retain_until_unix = {};
 };
 
 // A blob's place in its pack. `xxh3` covers the stored (sealed) bytes, so a
@@ -55,6 +58,10 @@ class PackIndex {
   virtual std::vector<PackRecord> list_packs() = 0;
   // Condemns a pack (since the given time) or, with nullopt, returns it to use.
   virtual void set_condemned(const Id& pack, std::optional<int64_t> since_unix) = 0;
+  // Records that the pack is locked until then (never moves it earlier).
+  virtual void set_retain_until(const Id& pack, int64_t until_unix) = 0;
+  // Packs in use (not condemned) not known to be locked until `until_unix`.
+  virtual uint64_t packs_locked_less_than(int64_t until_unix) = 0;
   // The location to read a blob from: a copy in a pack in use before one in
   // a condemned pack, then the pack indexed first.
   virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;

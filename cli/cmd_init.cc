@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/number_option.h"
 #include "cli/json.h"
+#include "cli/parse.h"
 #include "engine/compress.h"
 #include "engine/repository.h"
 #include "util/error.h"
@@ -16,6 +17,7 @@ int cmd_init(App& app, const Args& args) {
   uint64_t pack_mib = config.pack_size >> 20;
   std::string compression = engine::compression_name(engine::kCompressionDefault);
   uint32_t format = 1;
+  std::string object_lock, lock_period;
   po::options_description opts("keel init [options]: create an encrypted repository");
   opts.add_options()
       ("chunk-min", count_option(&min_kib, "--chunk-min", 1, kMaxChunkKib, "KiB")->default_value(std::to_string(min_kib)), "smallest chunk, KiB")
@@ -25,7 +27,9 @@ int cmd_init(App& app, const Args& args) {
        "repository default: off, fast, default, max, or a zstd level (-7..19; 0 is off)")
       ("pack-size", count_option(&pack_mib, "--pack-size", 1, kMaxPackMib, "MiB")->default_value(std::to_string(pack_mib)), "target pack size, MiB")
       ("format", count_option(&format, "--format", 1, 2)->default_value("1"),
-       "repository format: 1, or 2 for put-only keys (keel key add --put-only; needs this keel or newer)");
+       "repository format: 1, or 2 for put-only keys (keel key add --put-only; needs this keel or newer)")
+      ("object-lock", po::value(&object_lock), "governance or compliance: lock every object written (S3 bucket with Object Lock enabled; docs/immutable.md)")
+      ("lock-period", po::value(&lock_period), "with --object-lock: how long each snapshot and everything it uses stays locked (e.g. 30d)");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   config.chunker = {min_kib * 1024, avg_kib * 1024, max_kib * 1024};
@@ -33,6 +37,19 @@ int cmd_init(App& app, const Args& args) {
   config.compression_level = engine::parse_compression(compression, "--compression");
   config.pack_size = pack_mib << 20;
   config.version = format;
+  if (!object_lock.empty() || !lock_period.empty()) {
+    const std::optional<targets::LockMode> mode = targets::parse_lock_mode(object_lock);
+    if (!mode) throw Error(ErrorKind::kUsage, "--object-lock must be governance or compliance, not '" + object_lock + "'");
+    if (lock_period.empty()) throw Error(ErrorKind::kUsage, "--object-lock needs --lock-period (e.g. 30d)");
+    const std::chrono::seconds period = parse_duration(lock_period, "--lock-period");
+    if (period.count() <= 0) throw Error(ErrorKind::kUsage, "--lock-period must be positive");
+    config.object_lock = engine::ObjectLockConfig{*mode, period};
+    if (!app.global.repo.starts_with("s3://")) {
+      throw Error(ErrorKind::kUsage, "--object-lock: " + app.global.repo +
+                                         " is not an S3 bucket; a local directory cannot lock objects (create an S3 "
+                                         "bucket with Object Lock enabled and use --repo s3://BUCKET/PREFIX)");
+    }
+  }
 
   auto target = app.open_target(/*create=*/true);
   engine::OpenOptions options;
@@ -52,6 +69,10 @@ int cmd_init(App& app, const Args& args) {
     app.say("created keel repository " + repo->config().repository_id.short_hex() + " (format " +
             std::to_string(repo->config().version) + ") at " + repo->target().describe());
     app.say("catalog: " + repo->catalog_path());
+    if (const auto& lock = repo->config().object_lock) {
+      app.say(std::string("object lock: ") + targets::lock_mode_name(lock->mode) + ", " +
+              std::to_string(lock->period.count()) + " s per snapshot");
+    }
   }
   return 0;
 }

@@ -70,6 +70,10 @@ void print_prune(const App& app, const engine::PruneResult& r) {
           human_bytes(r.bytes_deleted) + "), " + std::to_string(r.packs_waiting) + " waiting (" +
           human_bytes(r.bytes_waiting) + "), " + std::to_string(r.packs_resurrected) + " back in use; " +
           std::to_string(r.running_backups) + " backups running");
+  if (r.packs_locked > 0 || r.packs_lock_extended > 0) {
+    app.say("object lock: " + std::to_string(r.packs_locked) + " condemned packs wait for their lock to end, " +
+            std::to_string(r.packs_lock_extended) + " packs in use locked longer");
+  }
   if (r.unindexed_references > 0) {
     app.warn("keel: warning: snapshots use " + std::to_string(r.unindexed_references) +
              " chunks that no indexed pack holds: run keel check");
@@ -92,6 +96,8 @@ void prune_json(Json& j, const engine::PruneResult& r) {
       .field("packs_deleted", r.packs_deleted)
       .field("packs_waiting", r.packs_waiting)
       .field("packs_resurrected", r.packs_resurrected)
+      .field("packs_locked", r.packs_locked)
+      .field("packs_lock_extended", r.packs_lock_extended)
       .field("bytes_repacked", r.bytes_repacked)
       .field("bytes_written", r.bytes_written)
       .field("bytes_deleted", r.bytes_deleted)

@@ -8,6 +8,7 @@
 
 #include "engine/blob_codec.h"
 #include "engine/catalog_copy.h"
+#include "engine/object_lock.h"
 #include "engine/blob_index.h"
 #include "engine/chunk_sealer.h"
 #include "engine/chunker.h"
@@ -445,6 +446,13 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
   running.check_held();
   repo.save_snapshot(snap, run.take_committed_packs());
+  try {
+    renew_snapshot_retention(repo, snap);  // Object Lock: older packs it uses stay locked as long as it needs
+  } catch (const Error& e) {
+    throw Error(e.kind(), "snapshot " + snap.id.short_hex() + " saved, but locking the packs it uses longer failed (" +
+                              e.what() + "); the next backup or keel prune tries again",
+                e.transient() ? Persistence::kTransient : Persistence::kPermanent);
+  }
   result.skipped = run.take_skipped();
   result.peak_buffered_bytes = run.peak_buffered();
   if (options.copy_catalog) {

@@ -10,6 +10,7 @@
 
 #include "engine/compress.h"
 #include "engine/crypto.h"
+#include "engine/object_lock.h"
 #include "util/codec.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -135,7 +136,10 @@ CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep) {
   for (CatalogCopyInfo& c : list_copies(target)) {
     if (c.catalog_id == info.catalog_id) ours.push_back(std::move(c));
   }
-  for (size_t i = 0; keep < ours.size() && i < ours.size() - keep; ++i) target.remove(ours[i].key);
+  for (size_t i = 0; keep < ours.size() && i < ours.size() - keep; ++i) {
+    // Object Lock: a copy stays until its lock ends.
+    if (!still_locked_since(repo, ours[i].time_ns / 1'000'000'000)) remove_unless_locked(repo, ours[i].key);
+  }
   return info;
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/content.h"
 #include "engine/keys.h"
+#include "engine/object_lock.h"
 #include "engine/pack.h"
 #include "engine/restore.h"
 #include "engine/sealed_object.h"
@@ -92,6 +93,8 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
 
   // Whether or not this catalog knows them.
   for (const DamagedObject& d : find_damaged_records(repo)) result.problems.push_back({d.key + " is damaged: " + d.reason, {}});
+  // Object Lock: each snapshot and what it uses locked as long as it needs.
+  for (std::string& problem : find_short_retention(repo)) result.problems.push_back({std::move(problem), {}});
 
   // Every snapshot's trees and chunks must be indexed.
   std::vector<catalog::SnapshotRecord> snapshots = repo.catalog().list_snapshots();

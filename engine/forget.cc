@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "engine/object_lock.h"
 #include "util/error.h"
 
 namespace keel::engine {
@@ -108,6 +109,10 @@ std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& se
   repo.follow_log();
   std::vector<ForgetDecision> decisions = plan_forget(repo.catalog().list_snapshots(), selection, policy, group_by);
   if (dry_run) return decisions;
+  // Object Lock: nothing is deleted while a snapshot it would remove is locked.
+  for (const ForgetDecision& d : decisions) {
+    if (!d.keep) refuse_if_snapshot_locked(repo, d.snapshot);
+  }
   ChangeLogEntry removed;
   for (const ForgetDecision& d : decisions) {
     if (d.keep) continue;

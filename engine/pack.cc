@@ -237,7 +237,9 @@ void PackWriter::finish_pack() {
     pack->upload->commit();
     Hash128 digest = pack->hash.digest();
     catalog::PackRecord record{pack->id, pack->size, Bytes(digest.begin(), digest.end()),
-                               static_cast<int64_t>(std::time(nullptr))};
+                               static_cast<int64_t>(std::time(nullptr)), std::nullopt};
+    // Object Lock: what its upload locked it until, so a backup need not ask.
+    if (std::optional<targets::Retention> lock = pack->upload->retention()) record.retain_until_unix = lock->until_unix;
     on_commit_(record, pack->blobs);
     ++packs_committed_;
   }));

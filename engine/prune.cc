@@ -9,6 +9,7 @@
 #include "engine/change_log.h"
 #include "engine/condemnation.h"
 #include "engine/live_blobs.h"
+#include "engine/object_lock.h"
 #include "engine/content.h"
 #include "engine/pack.h"
 #include "engine/pack_output.h"
@@ -59,6 +60,7 @@ class PruneRun {
     repo_.catalog().limit_cache(kScanCacheBytes);
     repo_.sync_catalog();
     mark();
+    if (!options_.dry_run) renew_retention();
     plan();
     if (!options_.dry_run) {
       condemn();
@@ -96,6 +98,28 @@ class PruneRun {
     result_.packs = packs_.size();
     result_.blobs = live_->blobs();
     result_.unindexed_references = live_->unindexed_references();
+  }
+
+  // Object Lock: every pack a snapshot uses stays locked a period ahead.
+  void renew_retention() {
+    if (!repo_.config().object_lock) return;
+    std::vector<LiveBlobs::PackUse> use = live_->pack_use();
+    std::vector<Id> used;
+    for (size_t i = 0; i < packs_.size(); ++i) {
+      if (use[i].live_blobs > 0 && !packs_[i].condemned_unix) used.push_back(packs_[i].id);
+    }
+    result_.packs_lock_extended = renew_pack_retention(repo_, used).packs_extended;
+  }
+
+  // When the Object Lock of a pack to delete ends, if it has not yet.
+  std::optional<int64_t> locked_until(const catalog::PackRecord& pack) {
+    if (!repo_.config().object_lock) return std::nullopt;
+    const int64_t now = targets::unix_now();
+    if (pack.retain_until_unix && *pack.retain_until_unix > now) return pack.retain_until_unix;
+    std::optional<targets::Retention> retention = active_retention(repo_, pack_key(pack.id));
+    if (!retention) return std::nullopt;
+    repo_.catalog().set_retain_until(pack.id, retention->until_unix);
+    return retention->until_unix;
   }
 
   void refuse_without_external_roots() {
@@ -266,6 +290,14 @@ class PruneRun {
           ++result_.packs_resurrected;
           if (!options_.dry_run) repo_.catalog().set_condemned(pack.id, std::nullopt);
           changed = true;
+        } else if (std::optional<int64_t> until = now - record.condemned_unix >= options_.grace.count() && waiting == 0
+                                                      ? locked_until(pack)
+                                                      : std::nullopt) {
+          d.deletable_unix = *until;  // never a DELETE for a locked object
+          ++result_.packs_waiting;
+          ++result_.packs_locked;
+          result_.bytes_waiting += pack.size;
+          remaining.push_back(id);
         } else if (now - record.condemned_unix >= options_.grace.count() && waiting == 0) {
           d.action = PackAction::kDelete;
           ++result_.packs_deleted;
@@ -321,8 +353,13 @@ class PruneRun {
   void compact_log() {
     int64_t cut_ns = (options_.clock() - static_cast<int64_t>(options_.log_retention.count())) * 1'000'000'000;
     ChangeLogEntry compaction;
+    const bool locking = repo_.config().object_lock.has_value();
     for (const std::string& key : list_log_keys(repo_.target())) {
-      if (*log_key_time(key) < cut_ns) compaction.entries_compacted.push_back(key);
+      const int64_t written_ns = *log_key_time(key);
+      if (written_ns >= cut_ns) continue;
+      // Object Lock: an entry is compacted once its lock has ended, never named while it stays.
+      if (locking && (still_locked_since(repo_, written_ns / 1'000'000'000) || active_retention(repo_, key))) continue;
+      compaction.entries_compacted.push_back(key);
     }
     repo_.log_changes(compaction);
     for (const std::string& key : compaction.entries_compacted) repo_.target().remove(key);

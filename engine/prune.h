@@ -55,7 +55,7 @@ enum class PackAction {
   kCondemn,    // no live blob: condemned now
   kRepack,     // live share under the threshold: live blobs copied, pack condemned
   kDelete,     // condemned, grace passed, still unused: deleted
-  kWait,       // condemned, still waiting for its grace period or running backups
+  kWait,       // condemned, still waiting for its grace period, running backups or its Object Lock
   kResurrect,  // condemned, but a snapshot uses it again: back in use
 };
 
@@ -67,7 +67,7 @@ struct PackDecision {
   uint64_t size = 0;
   uint64_t live_bytes = 0;        // stored bytes of its blobs that snapshots use
   int64_t condemned_unix = 0;     // kDelete, kWait, kResurrect: when it was condemned
-  int64_t deletable_unix = 0;     // kWait: when the grace period ends
+  int64_t deletable_unix = 0;     // kWait: when the grace period (or the pack's Object Lock) ends
   size_t waiting_for_backups = 0; // kWait: backups running since it was condemned
 };
 
@@ -88,6 +88,9 @@ struct PruneResult {
   uint64_t bytes_waiting = 0;         // condemned, not yet deleted
   size_t running_backups = 0;         // seen before deleting
   size_t stale_uploads_removed = 0;
+  // Object Lock repositories: packs in use whose lock was extended, and
+  // condemned packs kept because their lock has not ended (waiting too).
+  uint64_t packs_lock_extended = 0, packs_locked = 0;
   uint64_t mark_memory_bytes = 0;     // what marking held: LiveBlobs::memory_bytes
   double seconds = 0;
   std::vector<PackDecision> decisions;  // every pack acted on or waiting

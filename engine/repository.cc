@@ -9,9 +9,11 @@
 
 #include "engine/catalog_copy.h"
 #include "engine/condemnation.h"
+#include "engine/object_lock.h"
 #include "engine/pack.h"
 #include "engine/public_seal.h"
 #include "engine/sealed_object.h"
+#include "targets/retention_guard.h"
 #include "util/codec.h"
 #include "util/error.h"
 #include "util/host.h"
@@ -57,6 +59,16 @@ std::optional<int64_t> condemned_since(const std::map<Id, int64_t>& condemned, c
   return it->second;
 }
 
+// An Object Lock repository's target: every write locked, no locked object removed.
+std::unique_ptr<targets::Target> lock_writes(std::unique_ptr<targets::Target> target, const RepoConfig& config) {
+  if (!config.object_lock) return target;
+  target = targets::make_retention_guard(std::move(target));
+  target->set_write_retention(write_retention(*config.object_lock));
+  return target;
+}
+
+constexpr uint8_t kConfigSectionObjectLock = 1;
+
 Bytes encode_config(const RepoConfig& c) {
   Encoder e;
   e.varint(c.version);
@@ -67,6 +79,14 @@ Bytes encode_config(const RepoConfig& c) {
   e.svarint(c.compression_level);
   e.varint(c.pack_size);
   e.varint(c.part_size);
+  // Optional sections follow, each a tag byte; keel before them refuses a
+  // config with bytes left over, so it never writes to (or deletes from) a
+  // locked repository it does not understand.
+  if (c.object_lock) {
+    e.u8(kConfigSectionObjectLock);
+    e.u8(static_cast<uint8_t>(c.object_lock->mode));
+    e.varint(static_cast<uint64_t>(c.object_lock->period.count()));
+  }
   return e.take();
 }
 
@@ -84,6 +104,16 @@ RepoConfig decode_config(ByteView body, const std::string& what) {
   c.compression_level = static_cast<int>(d.svarint());
   c.pack_size = d.varint();
   c.part_size = d.varint();
+  while (!d.done()) {
+    const uint8_t section = d.u8();
+    if (section != kConfigSectionObjectLock) d.fail("unknown config section " + std::to_string(section) + ": upgrade keel");
+    const uint8_t mode = d.u8();
+    if (mode != static_cast<uint8_t>(targets::LockMode::kGovernance) &&
+        mode != static_cast<uint8_t>(targets::LockMode::kCompliance)) {
+      d.fail("unknown Object Lock mode " + std::to_string(mode));
+    }
+    c.object_lock = ObjectLockConfig{static_cast<targets::LockMode>(mode), std::chrono::seconds(d.varint())};
+  }
   d.expect_done();
   return c;
 }
@@ -286,6 +316,17 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   if (c.version != 1 && c.version != 2) {
     throw Error(ErrorKind::kUsage, "unknown repository format " + std::to_string(c.version) + " (1 or 2)");
   }
+  if (c.object_lock) {
+    if (c.object_lock->period.count() <= 0) throw Error(ErrorKind::kUsage, "an Object Lock period must be positive");
+    if (!target->object_lock_enabled()) {
+      throw Error(ErrorKind::kUsage,
+                  target->describe() + " has no Object Lock: keel can lock objects only in an S3 bucket created "
+                                       "with Object Lock enabled (aws s3api create-bucket --bucket NAME "
+                                       "--object-lock-enabled-for-bucket, i.e. CreateBucket with "
+                                       "x-amz-bucket-object-lock-enabled: true; a local directory cannot lock)");
+    }
+  }
+  target = lock_writes(std::move(target), c);
   MasterKeys keys = MasterKeys::generate(c.version);
   KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username()};
   // Key slot first: a config without a slot would be a repository nobody can open.
@@ -348,6 +389,7 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
     throw Error(ErrorKind::kIntegrity, what + ": format " + std::to_string(config.version) + " in a " +
                                            (v2 ? "KEELCFG2" : "KEELCFG1") + " object");
   }
+  target = lock_writes(std::move(target), config);
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
   repo->on_warning_ = options.on_warning;

@@ -9,6 +9,7 @@
 //   log/<time>-<random> the change log: what each command added or removed (change_log.h)
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,14 @@
 
 namespace keel::engine {
 
+// An Object Lock repository's retention (docs/immutable.md): every object
+// keel writes but leases and condemnations is locked in `mode` for at least
+// `period`, and each snapshot's packs stay locked `period` past it.
+struct ObjectLockConfig {
+  targets::LockMode mode = targets::LockMode::kGovernance;
+  std::chrono::seconds period{0};
+};
+
 struct RepoConfig {
   uint32_t version = 1;  // the repository format: 1, or 2 (put-only keys possible)
   Id repository_id;
@@ -38,6 +47,7 @@ struct RepoConfig {
   int compression_level = kCompressionDefault;  // zstd (compress.h); 0 stores everything raw
   uint64_t pack_size = 64ull << 20;
   uint64_t part_size = 8ull << 20;
+  std::optional<ObjectLockConfig> object_lock;
 };
 
 inline constexpr std::string_view kInMemoryCatalog = ":memory:";

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/object_lock.h"
+
 namespace keel::engine {
 
 std::vector<std::string> changed_tags(const std::vector<std::string>& tags, const TagChange& change) {
@@ -21,6 +23,7 @@ catalog::SnapshotRecord retag_snapshot(Repository& repo, const catalog::Snapshot
   catalog::SnapshotRecord retagged = snapshot;
   retagged.tags = changed_tags(snapshot.tags, change);
   if (retagged.tags == snapshot.tags) return snapshot;
+  refuse_if_snapshot_locked(repo, snapshot);  // its old record could not be removed
   retagged.id = Id::random();
   repo.save_snapshot(retagged);  // the new record first: a crash leaves both, never neither
   repo.target().remove(snapshot_key(snapshot.id));

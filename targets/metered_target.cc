@@ -9,9 +9,10 @@
 namespace keel::targets {
 namespace {
 
-enum Operation { kPut, kGet, kHead, kList, kRemove, kUploadStart, kUploadPart, kUploadCommit, kOperations };
-constexpr std::array<const char*, kOperations> kNames = {"put",    "get",          "head",        "list",
-                                                          "remove", "upload_start", "upload_part", "upload_commit"};
+enum Operation { kPut, kGet, kHead, kList, kRemove, kUploadStart, kUploadPart, kUploadCommit, kRetention, kOperations };
+constexpr std::array<const char*, kOperations> kNames = {"put",          "get",         "head",          "list",
+                                                          "remove",       "upload_start", "upload_part", "upload_commit",
+                                                          "retention"};
 
 struct Meter {
   std::atomic<uint64_t> calls{0}, errors{0}, bytes{0}, microseconds{0};
@@ -92,6 +93,9 @@ class MeteredTarget : public TargetDecorator {
   }
   void remove(const std::string& key) override {
     measure(meters_[kRemove], [&] { inner().remove(key); });
+  }
+  void extend_retention(const std::string& key, const Retention& retention) override {
+    measure(meters_[kRetention], [&] { inner().extend_retention(key, retention); });
   }
 
  private:

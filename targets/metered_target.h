@@ -3,7 +3,7 @@
 // the retrying decorator, as open_target does). Reported through
 // transfer_stats() as "<operation>_calls", "_errors", "_bytes" and
 // "_microseconds" (operations: put, get, head, list, remove, upload_start,
-// upload_part, upload_commit), after the inner target's own counters.
+// upload_part, upload_commit, retention), after the inner target's own counters.
 #pragma once
 
 #include <memory>

@@ -100,6 +100,12 @@ class RetryingTarget : public TargetDecorator {
   size_t remove_stale_uploads(std::chrono::seconds min_age) override {
     return retry([&] { return inner().remove_stale_uploads(min_age); });
   }
+  bool object_lock_enabled() override {
+    return retry([&] { return inner().object_lock_enabled(); });
+  }
+  void extend_retention(const std::string& key, const Retention& retention) override {
+    retry([&] { inner().extend_retention(key, retention); });
+  }
 
  private:
   template <class Fn>

@@ -16,4 +16,12 @@ Bytes Target::get(const std::string& key) {
   return out;
 }
 
+void Target::set_write_retention(const std::optional<WriteRetention>& rule) {
+  if (rule) throw Error(ErrorKind::kUsage, describe() + ": this target cannot lock objects (Object Lock needs S3)");
+}
+
+void Target::extend_retention(const std::string& key, const Retention&) {
+  throw Error(ErrorKind::kUsage, describe() + "/" + key + ": this target cannot lock objects (Object Lock needs S3)");
+}
+
 }  // namespace keel::targets

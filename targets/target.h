@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "targets/retention.h"
 #include "util/bytes.h"
 
 namespace keel::targets {
@@ -29,6 +30,8 @@ namespace keel::targets {
 struct ObjectInfo {
   std::string key;
   uint64_t size = 0;
+  // Object Lock: the retention head() found (list() leaves it empty).
+  std::optional<Retention> retention = {};
 };
 
 // One object streamed in parts, as an S3 multipart upload is. Parts are
@@ -43,6 +46,8 @@ class Upload {
   virtual void write_part(uint32_t part_number, uint64_t offset, ByteView data) = 0;
   virtual void commit() = 0;
   virtual void abort() noexcept = 0;
+  // The retention the object gets (Target::set_write_retention), if any.
+  virtual std::optional<Retention> retention() const { return std::nullopt; }
 };
 
 class Target {
@@ -80,6 +85,17 @@ class Target {
   // committed (left by a crashed run); returns how many. The age keeps
   // uploads of backups running right now safe.
   virtual size_t remove_stale_uploads(std::chrono::seconds min_age) = 0;
+
+  // Object Lock (docs/immutable.md). Whether the store can lock objects at
+  // this location (S3: the bucket's ObjectLockEnabled); false by default.
+  virtual bool object_lock_enabled() { return false; }
+  // From now on, put and start_upload give the objects `rule` picks their
+  // retention (nullopt: none). Throws Error(kUsage) where the target cannot lock.
+  virtual void set_write_retention(const std::optional<WriteRetention>& rule);
+  // Sets `key`'s retention to `retention`, which must not be shorter than
+  // what it has (the store refuses that): S3 PutObjectRetention, no data
+  // moves. Throws Error(kUsage) where the target cannot lock.
+  virtual void extend_retention(const std::string& key, const Retention& retention);
 
   // Whole object; built on head + get_range.
   Bytes get(const std::string& key);

@@ -20,6 +20,7 @@ class UploadDecorator : public Upload {
   }
   void commit() override { inner_->commit(); }
   void abort() noexcept override { inner_->abort(); }
+  std::optional<Retention> retention() const override { return inner_->retention(); }
 
  protected:
   Upload& inner() const { return *inner_; }
@@ -49,6 +50,11 @@ class TargetDecorator : public Target {
   }
   void remove(const std::string& key) override { inner_->remove(key); }
   size_t remove_stale_uploads(std::chrono::seconds min_age) override { return inner_->remove_stale_uploads(min_age); }
+  bool object_lock_enabled() override { return inner_->object_lock_enabled(); }
+  void set_write_retention(const std::optional<WriteRetention>& rule) override { inner_->set_write_retention(rule); }
+  void extend_retention(const std::string& key, const Retention& retention) override {
+    inner_->extend_retention(key, retention);
+  }
 
  protected:
   Target& inner() const { return *inner_; }

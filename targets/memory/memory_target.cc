@@ -10,6 +10,7 @@ namespace keel::targets::memory {
 
 struct MemoryStore::PendingUpload {
   std::string key;
+  std::optional<Retention> retention;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::map<uint32_t, std::pair<uint64_t, Bytes>> parts;  // number -> offset, bytes
   bool aborted = false;
@@ -29,6 +30,48 @@ size_t MemoryStore::open_uploads() const {
   std::lock_guard lock(mu_);
   return uploads_.size();
 }
+
+std::optional<Retention> MemoryStore::retention(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = retention_.find(key);
+  if (it == retention_.end()) return std::nullopt;
+  return it->second;
+}
+
+void MemoryStore::set_retention(const std::string& key, std::optional<Retention> retention) {
+  std::lock_guard lock(mu_);
+  if (retention) {
+    retention_[key] = *retention;
+  } else {
+    retention_.erase(key);
+  }
+}
+
+namespace {
+
+// As S3 refuses it: a change to an object whose retention has not expired. Called under the store's lock.
+void refuse_if_locked(const std::map<std::string, Retention>& retention, const std::string& key,
+                      const std::string& where, const char* what) {
+  auto it = retention.find(key);
+  if (it == retention.end() || !it->second.locked_at(unix_now())) return;
+  throw Error(ErrorKind::kTargetIo, where + ": AccessDenied: cannot " + what + " an object under " +
+                                        lock_mode_name(it->second.mode) + " retention until " +
+                                        iso8601_utc(it->second.until_unix));
+}
+
+// Stores a committed object with its retention. Called under the store's lock.
+void store_object(std::map<std::string, Bytes>& objects, std::map<std::string, Retention>& retention,
+                  const std::string& key, Bytes data, const std::optional<Retention>& lock, const std::string& where) {
+  refuse_if_locked(retention, key, where, "overwrite");
+  objects[key] = std::move(data);
+  if (lock) {
+    retention[key] = *lock;
+  } else {
+    retention.erase(key);
+  }
+}
+
+}  // namespace
 
 class MemoryUpload : public Upload {
  public:
@@ -55,7 +98,7 @@ class MemoryUpload : public Upload {
       }
       whole.insert(whole.end(), part.second.begin(), part.second.end());
     }
-    store_->objects_[pending_->key] = std::move(whole);
+    store_object(store_->objects_, store_->retention_, pending_->key, std::move(whole), pending_->retention, where_);
     store_->uploads_.erase(id_);
     done_ = committed_ = true;
   }
@@ -67,6 +110,8 @@ class MemoryUpload : public Upload {
     pending_->aborted = true;
     store_->uploads_.erase(id_);
   }
+
+  std::optional<Retention> retention() const override { return pending_->retention; }
 
  private:
   void check_open(const char* what) const {
@@ -93,6 +138,7 @@ class MemoryTarget : public Target {
   std::unique_ptr<Upload> start_upload(const std::string& key) override {
     auto pending = std::make_shared<MemoryStore::PendingUpload>();
     pending->key = key;
+    pending->retention = retention_for(key);
     std::lock_guard lock(store_->mu_);
     const uint64_t id = store_->next_upload_++;
     store_->uploads_[id] = pending;
@@ -101,8 +147,9 @@ class MemoryTarget : public Target {
 
   void put(const std::string& key, ByteView data) override {
     Bytes copy(data.begin(), data.end());
+    const std::optional<Retention> lock_until = retention_for(key);
     std::lock_guard lock(store_->mu_);
-    store_->objects_[key] = std::move(copy);
+    store_object(store_->objects_, store_->retention_, key, std::move(copy), lock_until, where(key));
   }
 
   size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) override {
@@ -120,7 +167,9 @@ class MemoryTarget : public Target {
     std::lock_guard lock(store_->mu_);
     auto it = store_->objects_.find(key);
     if (it == store_->objects_.end()) return std::nullopt;
-    return ObjectInfo{key, it->second.size()};
+    auto retention = store_->retention_.find(key);
+    return ObjectInfo{key, it->second.size(),
+                      retention == store_->retention_.end() ? std::nullopt : std::optional(retention->second)};
   }
 
   // `fn` runs on a copy of the listing: it may use the target.
@@ -138,7 +187,30 @@ class MemoryTarget : public Target {
 
   void remove(const std::string& key) override {
     std::lock_guard lock(store_->mu_);
+    if (!store_->objects_.count(key)) return;
+    refuse_if_locked(store_->retention_, key, where(key), "delete");
     store_->objects_.erase(key);
+    store_->retention_.erase(key);
+  }
+
+  bool object_lock_enabled() override { return options_.object_lock; }
+
+  void set_write_retention(const std::optional<WriteRetention>& rule) override {
+    if (rule && !options_.object_lock) Target::set_write_retention(rule);
+    std::lock_guard lock(rule_mu_);
+    write_retention_ = rule;
+  }
+
+  void extend_retention(const std::string& key, const Retention& retention) override {
+    if (!options_.object_lock) Target::extend_retention(key, retention);
+    std::lock_guard lock(store_->mu_);
+    if (!store_->objects_.count(key)) throw Error(ErrorKind::kNotFound, where(key) + ": no such object");
+    auto it = store_->retention_.find(key);
+    if (it != store_->retention_.end() && it->second.locked_at(unix_now()) &&
+        (it->second.mode != retention.mode || it->second.until_unix > retention.until_unix)) {
+      throw Error(ErrorKind::kTargetIo, where(key) + ": AccessDenied: a retention can be extended, not shortened");
+    }
+    store_->retention_[key] = retention;
   }
 
   size_t remove_stale_uploads(std::chrono::seconds min_age) override {
@@ -159,9 +231,16 @@ class MemoryTarget : public Target {
 
  private:
   std::string where(const std::string& key) const { return describe() + "/" + key; }
+  std::optional<Retention> retention_for(const std::string& key) const {
+    std::lock_guard lock(rule_mu_);
+    if (!write_retention_) return std::nullopt;
+    return write_retention_->for_key(key, unix_now());
+  }
 
   std::shared_ptr<MemoryStore> store_;
   MemoryTargetOptions options_;
+  mutable std::mutex rule_mu_;
+  std::optional<WriteRetention> write_retention_;
 };
 
 std::unique_ptr<Target> open_memory_target(std::shared_ptr<MemoryStore> store, MemoryTargetOptions options) {

@@ -44,6 +44,12 @@ bool retryable(int status, const std::string& code) {
          code == "RequestTimeout" || code == "SlowDown" || code == "InternalError";
 }
 
+void add_lock_headers(Headers& headers, const std::optional<Retention>& retention) {
+  if (!retention) return;
+  headers.emplace_back("x-amz-object-lock-mode", lock_mode_name(retention->mode));
+  headers.emplace_back("x-amz-object-lock-retain-until-date", iso8601_utc(retention->until_unix));
+}
+
 // Thrown by an attempt's token grant when no RDMA session can be had: the
 // request goes over HTTP instead.
 struct NoRdmaSession {};
@@ -223,15 +229,15 @@ void S3Client::create_bucket(const std::string& bucket) {
 
 S3Client::Request S3Client::upload_request(const std::string& bucket, const std::string& key,
                                            std::vector<std::pair<std::string, std::string>> query, ByteView data,
-                                           std::optional<Bytes>& md5_sent) const {
+                                           std::optional<Bytes>& md5_sent, bool locked) const {
   Request r{"PUT", bucket, key, std::move(query), {}, data, {}};
-  if (options_.rdma) {
-    // The RDMA path carries the body outside the signed request.
+  if (options_.rdma || locked) {
+    // The RDMA path carries the body outside the signed request; S3 wants
+    // Content-MD5 (or a checksum) with every locked upload.
     md5_sent = md5(data);
     r.headers.emplace_back("content-md5", to_base64(*md5_sent));
-  } else {
-    r.payload_sha256 = sha256_hex(data);
   }
+  if (!options_.rdma) r.payload_sha256 = sha256_hex(data);
   return r;
 }
 
@@ -239,10 +245,12 @@ void S3Client::add_object_acl(Request& r) const {
   if (!options_.object_acl.empty()) r.headers.emplace_back("x-amz-acl", options_.object_acl);
 }
 
-void S3Client::put_object(const std::string& bucket, const std::string& key, ByteView data) {
+void S3Client::put_object(const std::string& bucket, const std::string& key, ByteView data,
+                          const std::optional<Retention>& retention) {
   std::optional<Bytes> digest;
-  Request r = upload_request(bucket, key, {}, data, digest);
+  Request r = upload_request(bucket, key, {}, data, digest, retention.has_value());
   add_object_acl(r);
+  add_lock_headers(r.headers, retention);
   HttpResponse resp = execute_payload(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string etag = unquote(resp.header("etag"));
@@ -251,9 +259,11 @@ void S3Client::put_object(const std::string& bucket, const std::string& key, Byt
   }
 }
 
-std::string S3Client::create_multipart_upload(const std::string& bucket, const std::string& key) {
+std::string S3Client::create_multipart_upload(const std::string& bucket, const std::string& key,
+                                              const std::optional<Retention>& retention) {
   Request r{"POST", bucket, key, {{"uploads", ""}}, {}, {}, {}};
   add_object_acl(r);
+  add_lock_headers(r.headers, retention);
   HttpResponse resp = execute(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string id = parse_xml(resp.body, "CreateMultipartUpload").get<std::string>("InitiateMultipartUploadResult.UploadId", "");
@@ -262,10 +272,10 @@ std::string S3Client::create_multipart_upload(const std::string& bucket, const s
 }
 
 std::string S3Client::upload_part(const std::string& bucket, const std::string& key, const std::string& upload_id,
-                                  uint32_t part_number, ByteView data) {
+                                  uint32_t part_number, ByteView data, bool locked) {
   std::optional<Bytes> digest;
   Request r = upload_request(bucket, key, {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}},
-                             data, digest);
+                             data, digest, locked);
   HttpResponse resp = execute_payload(r);
   if (resp.status / 100 != 2) fail(r, resp);
   std::string etag = unquote(resp.header("etag"));
@@ -356,8 +366,33 @@ std::optional<ObjectHead> S3Client::head_object(const std::string& bucket, const
   HttpResponse resp = execute(r);
   if (resp.status == 404) return std::nullopt;
   if (resp.status / 100 != 2) fail(r, resp);
-  return ObjectHead{std::stoull(resp.header("content-length").empty() ? "0" : resp.header("content-length")),
-                    resp.header("etag")};
+  ObjectHead head{std::stoull(resp.header("content-length").empty() ? "0" : resp.header("content-length")),
+                  resp.header("etag"), std::nullopt};
+  const std::optional<LockMode> mode = parse_lock_mode(resp.header("x-amz-object-lock-mode"));
+  const std::optional<int64_t> until = parse_iso8601_utc(resp.header("x-amz-object-lock-retain-until-date"));
+  if (mode && until) head.retention = Retention{*mode, *until};
+  return head;
+}
+
+void S3Client::put_object_retention(const std::string& bucket, const std::string& key, const Retention& retention) {
+  const std::string body = "<Retention xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Mode>" +
+                           std::string(lock_mode_name(retention.mode)) + "</Mode><RetainUntilDate>" +
+                           iso8601_utc(retention.until_unix) + "</RetainUntilDate></Retention>";
+  Request r{"PUT", bucket, key, {{"retention", ""}},
+            {{"content-md5", to_base64(md5(as_bytes(body)))}, {"content-type", "application/xml"}}, as_bytes(body), {}};
+  r.payload_sha256 = sha256_hex(as_bytes(body));
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2) fail(r, resp);
+}
+
+bool S3Client::object_lock_enabled(const std::string& bucket) {
+  Request r{"GET", bucket, "", {{"object-lock", ""}}, {}, {}, {}};
+  HttpResponse resp = execute(r);
+  const std::string code = s3_error_code(resp.body);
+  if (code == "ObjectLockConfigurationNotFoundError") return false;
+  if (resp.status / 100 != 2) fail(r, resp);
+  return parse_xml(resp.body, "GetObjectLockConfiguration").get<std::string>("ObjectLockConfiguration.ObjectLockEnabled", "") ==
+         "Enabled";
 }
 
 void S3Client::list_objects(const std::string& bucket, const std::string& prefix,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "targets/retention.h"
 #include "targets/s3/http_client.h"
 #include "targets/s3/rdma_channel.h"
 #include "targets/s3/sigv4.h"
@@ -37,6 +38,7 @@ struct S3ClientOptions {
 struct ObjectHead {
   uint64_t size = 0;
   std::string etag;
+  std::optional<Retention> retention;  // x-amz-object-lock-mode and -retain-until-date
 };
 
 struct MultipartUploadInfo {
@@ -71,11 +73,20 @@ class S3Client {
   S3Client(S3ClientOptions options, Credentials credentials);
 
   void create_bucket(const std::string& bucket);
-  void put_object(const std::string& bucket, const std::string& key, ByteView data);
-  std::string create_multipart_upload(const std::string& bucket, const std::string& key);
-  // Returns the part's ETag (checked against the MD5 of `data`).
+  // With a retention, the object is locked (x-amz-object-lock-mode and
+  // -retain-until-date) and the body carries Content-MD5, which S3 demands then.
+  void put_object(const std::string& bucket, const std::string& key, ByteView data,
+                  const std::optional<Retention>& retention = std::nullopt);
+  std::string create_multipart_upload(const std::string& bucket, const std::string& key,
+                                      const std::optional<Retention>& retention = std::nullopt);
+  // Returns the part's ETag (checked against the MD5 of `data`). `locked`:
+  // the upload was created with a retention, so the part carries Content-MD5.
   std::string upload_part(const std::string& bucket, const std::string& key, const std::string& upload_id,
-                          uint32_t part_number, ByteView data);
+                          uint32_t part_number, ByteView data, bool locked = false);
+  // PutObjectRetention (?retention): no data moves.
+  void put_object_retention(const std::string& bucket, const std::string& key, const Retention& retention);
+  // GetObjectLockConfiguration: whether the bucket has ObjectLockEnabled.
+  bool object_lock_enabled(const std::string& bucket);
   void complete_multipart_upload(const std::string& bucket, const std::string& key, const std::string& upload_id,
                                  const std::vector<std::pair<uint32_t, std::string>>& parts);
   void abort_multipart_upload(const std::string& bucket, const std::string& key, const std::string& upload_id);
@@ -116,7 +127,7 @@ class S3Client {
   // file); `md5_sent` is set when that check is Content-MD5.
   Request upload_request(const std::string& bucket, const std::string& key,
                          std::vector<std::pair<std::string, std::string>> query, ByteView data,
-                         std::optional<Bytes>& md5_sent) const;
+                         std::optional<Bytes>& md5_sent, bool locked) const;
   // Adds the configured canned ACL to a request that creates an object.
   void add_object_acl(Request& request) const;
   // A request with an object payload (an upload's body, or a GET into

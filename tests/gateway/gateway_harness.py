@@ -161,3 +161,30 @@ def same_tree(a, b):
         return False
     return all(filecmp.cmp(os.path.join(a, f), os.path.join(b, f), shallow=False) for f in cmp.common_files) and \
         all(same_tree(os.path.join(a, d), os.path.join(b, d)) for d in cmp.common_dirs)
+
+
+class KeelRepositoryTest:
+    """A mixin for unittest cases that drive `keel` against s3://vault/repo on self.gateway,
+    as carol (CAROL, the backup host) or a user of USERS, with state under self.tmp."""
+    CAROL = ("AKIDCAROL00000000003", "carol-secret-key-000000000000000000000")
+    PASSWORD = "keel e2e"
+
+    def keel(self, *args, user="carol", state=None, repo="s3://vault/repo", expect=0):
+        """Runs keel as `user` (its catalog and data under self.tmp, named `state`); checks the exit code."""
+        access, secret = self.CAROL if user == "carol" else USERS[user]
+        state = state or user
+        env = dict(self.gateway.env(), AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret,
+                   KEEL_PASSWORD=self.PASSWORD, XDG_DATA_HOME=os.path.join(self.tmp, "state-" + state),
+                   KEEL_CATALOG=os.path.join(self.tmp, state + ".db"), KEEL_JOBS=os.path.join(self.tmp, "jobs.db"))
+        command = [KEEL, *args, "--repo", repo, "--endpoint", self.gateway.urls["http"], "--s3-timeout", "20s"]
+        p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, expect, f"{' '.join(command)}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+        return p
+
+    def restore_all_as_of(self, snapshots, source, user="carol"):
+        """Restores each (snapshot, frozen copy of `source` as it was then) and compares the two."""
+        import random
+        for n, (snapshot, tree) in enumerate(snapshots):
+            out = os.path.join(self.tmp, f"restored-{user}-{n}-{random.randrange(1 << 30)}")
+            self.keel("restore", snapshot, "--target", out, user=user)
+            self.assertTrue(same_tree(tree, os.path.join(out, source.lstrip("/"))), f"snapshot {snapshot} differs")

@@ -11,18 +11,19 @@ import os
 import random
 import shutil
 import json
-import subprocess
 import tempfile
 import unittest
 
-from gateway_harness import KEEL, USERS, Gateway, boto3_client, error_of, same_tree
+from gateway_harness import Gateway, KeelRepositoryTest, boto3_client, error_of
 
-CAROL = ("AKIDCAROL00000000003", "carol-secret-key-000000000000000000000")
+CAROL = KeelRepositoryTest.CAROL
 # Operations that delete, or that only a writer may use.
 DELETING = ("DeleteObject", "DeleteObjects", "AbortMultipartUpload")
 
 
-class AppendOnlyBackup(unittest.TestCase):
+class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
+    PASSWORD = "append e2e"
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="keel-append-e2e-")
@@ -35,17 +36,6 @@ class AppendOnlyBackup(unittest.TestCase):
     def tearDownClass(cls):
         cls.gateway.stop()
         shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def keel(self, *args, user="carol", expect=0):
-        access, secret = CAROL if user == "carol" else USERS[user]
-        env = dict(self.gateway.env(), AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret,
-                   KEEL_PASSWORD="append e2e", XDG_DATA_HOME=os.path.join(self.tmp, "state-" + user),
-                   KEEL_CATALOG=os.path.join(self.tmp, user + ".db"), KEEL_JOBS=os.path.join(self.tmp, "jobs.db"))
-        command = [KEEL, *args, "--repo", "s3://vault/repo", "--endpoint", self.gateway.urls["http"],
-                   "--s3-timeout", "20s"]
-        p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-        self.assertEqual(p.returncode, expect, f"{' '.join(command)}\nstdout: {p.stdout}\nstderr: {p.stderr}")
-        return p
 
     def refused_requests(self):
         """(operation, status) -> count of the gateway's answers that were errors or deletions."""
@@ -108,13 +98,6 @@ class AppendOnlyBackup(unittest.TestCase):
         self.assertIn("1 snapshots", listed)
         self.assertIn("job:vault", listed)  # the job's run, of the last state of `source`, is the newest
         self.restore_all_as_of([("latest", snapshots[-1][1])], source, user="alice")
-
-    def restore_all_as_of(self, snapshots, source, user="carol"):
-        """Restores each snapshot; compares it with the frozen copy of `source` as it was then."""
-        for n, (snapshot, tree) in enumerate(snapshots):
-            out = os.path.join(self.tmp, f"restored-{user}-{n}-{random.randrange(1 << 30)}")
-            self.keel("restore", snapshot, "--target", out, user=user)
-            self.assertTrue(same_tree(tree, os.path.join(out, source.lstrip("/"))), f"snapshot {snapshot} differs")
 
 
 if __name__ == "__main__":
