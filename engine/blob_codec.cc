@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace keel::engine {
 namespace {
@@ -14,6 +15,7 @@ void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView
   scratch.clear();
   scratch.push_back(kZstd);
   if (!compressor || !compressor->compress(raw, scratch)) {
+    reserve_huge(scratch, 1 + raw.size());
     scratch.resize(1 + raw.size());
     scratch[0] = kRaw;
     if (!raw.empty()) std::memcpy(scratch.data() + 1, raw.data(), raw.size());
@@ -33,6 +35,7 @@ void open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_le
         throw Error(ErrorKind::kIntegrity, what + ": holds " + std::to_string(payload.size()) + " bytes, index says " +
                                                std::to_string(raw_length));
       }
+      reserve_huge(raw, payload.size());
       raw.assign(payload.begin(), payload.end());
       return;
     case kZstd:

@@ -4,6 +4,7 @@
 
 #include "util/codec.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace keel::engine {
 
@@ -158,7 +159,7 @@ Bytes PackWriter::take_buffer() {
     }
   }
   Bytes b;
-  b.reserve(options_.part_size + (1 << 20));
+  reserve_huge(b, options_.part_size + (1 << 20));
   return b;
 }
 
