@@ -208,6 +208,7 @@ void PackWriter::send_part(bool last) {
       size_t n;
       ~Release() { budget.release(n); }
     } release{budget_, data->size()};
+    StageTimer timer(options_.cpu, Stage::kWrite);
     pack->upload->write_part(number, offset, *data);
     recycle(std::move(*data));
   }));
@@ -230,6 +231,7 @@ void PackWriter::finish_pack() {
   inflight_.started();
   uploads_.submit(inflight_.wrap([this, pack] {
     pack->parts.wait();
+    StageTimer timer(options_.cpu, Stage::kWrite);
     pack->upload->commit();
     Hash128 digest = pack->hash.digest();
     catalog::PackRecord record{pack->id, pack->size, Bytes(digest.begin(), digest.end()),
