@@ -1,5 +1,7 @@
 #include "engine/backup.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -97,7 +99,7 @@ class BackupRun : public SourceSink {
         read_buffers_(std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2,
                       options.memory_budget / 2 / (std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2) + 2),
         uploads_(4, 16),
-        packs_(repo.content(), pack_options(repo.config()), uploads_, part_budget_),
+        packs_(repo.content(), pack_options(repo.config(), progress.stage_cpu), uploads_, part_budget_),
         workers_(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency()), 64) {}
 
   // Walks the source and returns the root tree once every blob is durable.
@@ -182,7 +184,7 @@ class BackupRun : public SourceSink {
   }
 
  private:
-  static PackWriterOptions pack_options(const RepoConfig& c) { return {c.pack_size, c.part_size}; }
+  static PackWriterOptions pack_options(const RepoConfig& c, StageCpu& cpu) { return {c.pack_size, c.part_size, &cpu}; }
 
   void check_cancel() {
     if (options_.cancel && options_.cancel->load()) throw Error(ErrorKind::kInterrupted, "backup interrupted");
@@ -210,7 +212,9 @@ class BackupRun : public SourceSink {
     size_t start = 0, end = 0;  // unchunked data: buf[start, end)
     uint64_t file_pos = 0;      // file offset of buf[end]
 
+    StageCpu* cpu = &progress_.stage_cpu;
     auto cut = [&](bool final) {
+      StageTimer timer(cpu, Stage::kChunk);
       while (start < end) {
         size_t n = chunker_.next_cut(ByteView(buf.get() + start, end - start), final);
         if (n == 0) break;
@@ -229,7 +233,11 @@ class BackupRun : public SourceSink {
         start = 0;
         buf = std::move(next);
       }
-      Extent ext = reader->read(std::span<uint8_t>(buf.get() + end, capacity - end));
+      Extent ext;
+      {
+        StageTimer timer(cpu, Stage::kRead);
+        ext = reader->read(std::span<uint8_t>(buf.get() + end, capacity - end));
+      }
       if (ext.offset < file_pos) throw Error(ErrorKind::kFailure, "file reader went backwards");
       if (ext.offset > file_pos) {  // a hole: close the data before it
         cut(true);
@@ -238,7 +246,10 @@ class BackupRun : public SourceSink {
         file_pos = ext.offset;
       }
       if (ext.length == 0) break;
-      hash.update(ByteView(buf.get() + end, ext.length));
+      {
+        StageTimer timer(cpu, Stage::kHash);
+        hash.update(ByteView(buf.get() + end, ext.length));
+      }
       end += ext.length;
       file_pos += ext.length;
       progress_.bytes_read += ext.length;
@@ -286,12 +297,18 @@ class BackupRun : public SourceSink {
 
   // Runs on a worker: names, dedupes, compresses, seals and packs a chunk.
   void store_chunk(ByteView data, ContentRef& ref) {
-    ref.chunk = chunk_id(repo_, data);
+    StageCpu* cpu = &progress_.stage_cpu;
+    {
+      StageTimer timer(cpu, Stage::kHash);
+      ref.chunk = chunk_id(repo_, data);
+    }
     if (!index_.claim(ref.chunk)) return;
     thread_local Bytes sealed;
-    seal_chunk(repo_, ref.chunk, data, options_.compression_level.value_or(repo_.config().compression_level), sealed);
+    seal_chunk(repo_, ref.chunk, data, options_.compression_level.value_or(repo_.config().compression_level), sealed,
+               cpu);
     progress_.bytes_added += sealed.size();
     ++progress_.chunks_added;
+    StageTimer timer(cpu, Stage::kWrite);
     packs_.add(catalog::BlobType::kData, ref.chunk, static_cast<uint32_t>(data.size()), sealed);
   }
 
@@ -445,19 +462,27 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   snap.stats.duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
   running.check_held();
-  repo.save_snapshot(snap, run.take_committed_packs());
-  try {
-    renew_snapshot_retention(repo, snap);  // Object Lock: older packs it uses stay locked as long as it needs
-  } catch (const Error& e) {
-    throw Error(e.kind(), "snapshot " + snap.id.short_hex() + " saved, but locking the packs it uses longer failed (" +
-                              e.what() + "); the next backup or keel prune tries again",
-                e.transient() ? Persistence::kTransient : Persistence::kPermanent);
+  {
+    StageTimer timer(&progress.stage_cpu, Stage::kCatalog);
+    repo.save_snapshot(snap, run.take_committed_packs());
+    try {
+      renew_snapshot_retention(repo, snap);  // Object Lock: older packs it uses stay locked as long as it needs
+    } catch (const Error& e) {
+      throw Error(e.kind(), "snapshot " + snap.id.short_hex() + " saved, but locking the packs it uses longer failed (" +
+                                e.what() + "); the next backup or keel prune tries again",
+                  e.transient() ? Persistence::kTransient : Persistence::kPermanent);
+    }
+    if (options.copy_catalog) {
+      result.catalog_copy_error = try_save_catalog_copy(repo, options.append_only ? kKeepAllCopies : kKeptCopies);
+    }
   }
   result.skipped = run.take_skipped();
   result.peak_buffered_bytes = run.peak_buffered();
-  if (options.copy_catalog) {
-    result.catalog_copy_error = try_save_catalog_copy(repo, options.append_only ? kKeepAllCopies : kKeptCopies);
-  }
+  for (size_t s = 0; s < kStageCount; ++s) result.stage_cpu_seconds[s] = progress.stage_cpu.seconds(Stage(s));
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  result.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   return result;
 }
 

@@ -8,6 +8,7 @@
 // memory whatever the input size; a slow target slows the readers.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "catalog/catalog.h"
+#include "engine/stage_cpu.h"
 #include "engine/repository.h"
 #include "engine/source.h"
 
@@ -45,6 +47,7 @@ struct BackupProgress {
   std::atomic<uint64_t> bytes_added{0};  // bytes stored on the target
   std::atomic<uint64_t> chunks_added{0};
   std::atomic<uint64_t> errors{0};
+  StageCpu stage_cpu;           // CPU time by stage so far
   uint64_t expected_bytes = 0;  // the parent snapshot's size, for an ETA; 0 if none
 };
 
@@ -57,6 +60,8 @@ struct BackupResult {
   catalog::SnapshotRecord snapshot;
   std::vector<SkippedItem> skipped;
   size_t peak_buffered_bytes = 0;
+  std::array<double, kStageCount> stage_cpu_seconds{};  // by Stage
+  double cpu_seconds = 0;  // the process's CPU time (user + system) by the end, start-up included
   std::string catalog_copy_error;  // why the catalog copy failed; empty if it did not
 };
 

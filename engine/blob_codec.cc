@@ -3,22 +3,30 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace keel::engine {
 namespace {
 enum : uint8_t { kRaw = 0, kZstd = 1 };
 }
 
-void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed,
-               Bytes& scratch) {
+void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed, Bytes& scratch,
+               StageCpu* cpu) {
   scratch.clear();
   scratch.push_back(kZstd);
-  if (!compressor || !compressor->compress(raw, scratch)) {
+  bool compressed;
+  {
+    StageTimer timer(cpu, Stage::kCompress);
+    compressed = compressor && compressor->compress(raw, scratch);
+  }
+  if (!compressed) {
+    reserve_huge(scratch, 1 + raw.size());
     scratch.resize(1 + raw.size());
     scratch[0] = kRaw;
     if (!raw.empty()) std::memcpy(scratch.data() + 1, raw.data(), raw.size());
   }
   sealed.clear();
+  StageTimer timer(cpu, Stage::kEncrypt);
   seal(key, scratch, id.view(), sealed);
 }
 
@@ -33,6 +41,7 @@ void open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_le
         throw Error(ErrorKind::kIntegrity, what + ": holds " + std::to_string(payload.size()) + " bytes, index says " +
                                                std::to_string(raw_length));
       }
+      reserve_huge(raw, payload.size());
       raw.assign(payload.begin(), payload.end());
       return;
     case kZstd:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace keel::engine {
 
@@ -130,6 +131,7 @@ bool Compressor::compress(ByteView data, Bytes& out) {
   // A frame of at most size-1 bytes is all that is worth keeping, so zstd
   // may give up as soon as the output reaches that.
   const size_t start = out.size();
+  reserve_huge(out, start + data.size() - 1);
   out.resize(start + data.size() - 1);
   const size_t frame_size = compress_bounded(state_->full.get(), data, out.data() + start, data.size() - 1);
   out.resize(start + frame_size);
@@ -149,6 +151,7 @@ void decompress(ByteView frame, size_t raw_length, Bytes& out, const std::string
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != raw_length) {
     throw corrupt("zstd frame holds " + std::to_string(declared) + " bytes, expected " + std::to_string(raw_length));
   }
+  reserve_huge(out, raw_length);
   out.resize(raw_length);
   const size_t rc = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
   if (ZSTD_isError(rc)) throw corrupt(std::string("zstd decompression failed: ") + ZSTD_getErrorName(rc));

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 #include "util/openssl.h"
 
 namespace keel::engine {
@@ -61,6 +62,7 @@ bool gcm_update(EVP_CIPHER_CTX* ctx, ByteView in, uint8_t* out) {
 
 void seal(const Key256& key, ByteView plain, ByteView associated, Bytes& out) {
   const size_t start = out.size();
+  reserve_huge(out, start + kSealOverhead + plain.size());
   out.resize(start + kSealOverhead + plain.size());
   uint8_t* nonce = out.data() + start;
   uint8_t* cipher_text = nonce + kNonceSize;
@@ -96,6 +98,7 @@ void open_sealed(const Key256& key, ByteView box, ByteView associated, Bytes& ou
   std::memcpy(tag, box.data() + box.size() - kTagSize, kTagSize);
 
   EVP_CIPHER_CTX* ctx = gcm_context(key, box.data(), false);
+  reserve_huge(out, cipher_text.size());
   out.resize(cipher_text.size());
   int final_size = 0;
   if (!gcm_update(ctx, associated, nullptr) || !gcm_update(ctx, cipher_text, out.data()) ||

@@ -4,6 +4,7 @@
 
 #include "util/codec.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace keel::engine {
 
@@ -159,7 +160,7 @@ Bytes PackWriter::take_buffer() {
     }
   }
   Bytes b;
-  b.reserve(options_.part_size + (1 << 20));
+  reserve_huge(b, options_.part_size + (1 << 20));
   return b;
 }
 
@@ -212,6 +213,7 @@ void PackWriter::send_part(bool last) {
       size_t n;
       ~Release() { budget.release(n); }
     } release{budget_, data->size()};
+    StageTimer timer(options_.cpu, Stage::kWrite);
     pack->upload->write_part(number, offset, *data);
     recycle(std::move(*data));
   }));
@@ -234,6 +236,7 @@ void PackWriter::finish_pack() {
   inflight_.started();
   uploads_.submit(inflight_.wrap([this, pack] {
     pack->parts.wait();
+    StageTimer timer(options_.cpu, Stage::kWrite);
     pack->upload->commit();
     Hash128 digest = pack->hash.digest();
     catalog::PackRecord record{pack->id, pack->size, Bytes(digest.begin(), digest.end()),

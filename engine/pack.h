@@ -20,6 +20,7 @@
 #include "catalog/pack_index.h"
 #include "engine/crypto.h"
 #include "engine/pack_keys.h"
+#include "engine/stage_cpu.h"
 #include "targets/target.h"
 #include "util/checksum.h"
 #include "util/codec.h"
@@ -44,6 +45,7 @@ std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const
 struct PackWriterOptions {
   uint64_t pack_size = 64ull << 20;  // finish a pack once it holds this much
   uint64_t part_size = 8ull << 20;   // stream it out in parts of this size
+  StageCpu* cpu = nullptr;           // where uploads and commits count as Stage::kWrite, if anywhere
 };
 
 // Accepts sealed blobs from many threads, fills packs, streams their parts

@@ -10,7 +10,7 @@ BufferPool::BufferPool(size_t buffer_size, size_t max_buffers)
 BufferPool::~BufferPool() = default;
 
 std::shared_ptr<uint8_t[]> BufferPool::get() {
-  std::unique_ptr<uint8_t[]> buf;
+  AlignedBuffer buf;
   {
     std::unique_lock lock(mu_);
     returned_.wait(lock, [this] { return out_ < max_; });
@@ -20,16 +20,23 @@ std::shared_ptr<uint8_t[]> BufferPool::get() {
       free_.pop_back();
     }
   }
-  if (!buf) buf.reset(new uint8_t[size_]);
+  if (!buf) {
+    try {
+      buf = allocate_aligned(size_);
+    } catch (...) {
+      put(nullptr);
+      throw;
+    }
+  }
   return std::shared_ptr<uint8_t[]>(buf.release(), [this](uint8_t* p) { put(p); });
 }
 
 void BufferPool::put(uint8_t* p) {
-  std::unique_ptr<uint8_t[]> buf(p);
+  AlignedBuffer buf(p);
   {
     std::lock_guard lock(mu_);
     --out_;
-    free_.push_back(std::move(buf));
+    if (buf) free_.push_back(std::move(buf));
   }
   returned_.notify_one();
 }

@@ -1,0 +1,57 @@
+// CPU time by stage of the backup data path, each stage timed on the clock
+// of the thread that runs it (CLOCK_THREAD_CPUTIME_ID): other processes on
+// the machine do not count, and waiting does not either. What no stage
+// claims (walking directories, trees, start-up with the key derivation,
+// allocator and kernel work outside the timed calls) is the process's CPU
+// time minus their sum.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace keel::engine {
+
+enum class Stage : size_t {
+  kRead,      // reading source files (pread, page-cache copies)
+  kChunk,     // finding cut points, handing chunks to the workers
+  kHash,      // the file checksum (XXH3) and chunk ids (HMAC-SHA-256)
+  kCompress,  // zstd, with its sampling probe
+  kEncrypt,   // AES-256-GCM
+  kWrite,     // appending to packs, uploading parts, committing packs and their index entries
+  kCatalog,   // saving the snapshot and the catalog copy
+};
+inline constexpr size_t kStageCount = 7;
+const char* stage_name(Stage stage);
+
+// This thread's CPU time so far, in nanoseconds.
+int64_t thread_cpu_ns();
+
+class StageCpu {
+ public:
+  void add(Stage stage, int64_t ns) { ns_[static_cast<size_t>(stage)].fetch_add(ns, std::memory_order_relaxed); }
+  double seconds(Stage stage) const { return static_cast<double>(ns_[static_cast<size_t>(stage)]) / 1e9; }
+
+ private:
+  std::array<std::atomic<int64_t>, kStageCount> ns_{};
+};
+
+// Adds the CPU time this thread spends in its scope to `stage` of `cpu`;
+// with a null `cpu`, does nothing.
+class StageTimer {
+ public:
+  StageTimer(StageCpu* cpu, Stage stage) : cpu_(cpu), stage_(stage), start_(cpu ? thread_cpu_ns() : 0) {}
+  ~StageTimer() {
+    if (cpu_) cpu_->add(stage_, thread_cpu_ns() - start_);
+  }
+  StageTimer(const StageTimer&) = delete;
+  StageTimer& operator=(const StageTimer&) = delete;
+
+ private:
+  StageCpu* cpu_;
+  Stage stage_;
+  int64_t start_;
+};
+
+}  // namespace keel::engine

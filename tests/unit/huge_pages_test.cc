@@ -1,0 +1,30 @@
+#include "util/huge_pages.h"
+
+#include <cstring>
+
+#include <catch2/catch.hpp>
+
+using keel::kHugePageSize;
+
+TEST_CASE("aligned buffers suit O_DIRECT, large ones huge pages", "[huge_pages]") {
+  auto small = keel::allocate_aligned(10000);
+  CHECK(reinterpret_cast<uintptr_t>(small.get()) % 4096 == 0);
+  std::memset(small.get(), 1, 10000);
+  auto large = keel::allocate_aligned(3 * kHugePageSize + 5);
+  CHECK(reinterpret_cast<uintptr_t>(large.get()) % kHugePageSize == 0);
+  std::memset(large.get(), 2, 3 * kHugePageSize + 5);
+  CHECK(large[3 * kHugePageSize + 4] == 2);
+}
+
+TEST_CASE("reserve_huge grows capacity only, keeping the contents", "[huge_pages]") {
+  keel::Bytes b{1, 2, 3};
+  keel::reserve_huge(b, 100);
+  CHECK(b.capacity() >= 100);
+  CHECK(b == keel::Bytes{1, 2, 3});
+  keel::reserve_huge(b, kHugePageSize + 1);
+  CHECK(b.capacity() == 2 * kHugePageSize);  // whole huge pages
+  CHECK(b == keel::Bytes{1, 2, 3});
+  const uint8_t* data = b.data();
+  keel::reserve_huge(b, 10);  // never shrinks or moves
+  CHECK(b.data() == data);
+}
