@@ -133,9 +133,7 @@ class CliTest(KeelTestCase):
             self.assertTrue(ready, "no status line within 60 s of a backup that is still reading")
             first = p.stdout.readline()
             self.assertIsNone(p.poll())  # streamed while running, not printed at the end
-            p.stdin.write(os.urandom(1 << 20))
-            p.stdin.close()
-            rest, err = p.communicate(timeout=120)
+            rest, err = p.communicate(input=os.urandom(1 << 20), timeout=120)
         finally:
             if p.poll() is None:
                 p.kill()
