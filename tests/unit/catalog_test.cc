@@ -23,7 +23,7 @@ using namespace keel::catalog;
 
 namespace {
 
-constexpr int kLatestSchema = 5;
+constexpr int kLatestSchema = 6;
 
 using keel::test::TempDir;
 
@@ -195,7 +195,8 @@ TEST_CASE("catalog migrates a version 1 database to the latest and keeps its dat
   {
     // Version 1 is the latest without the history tables and the condemned column.
     Database db(path);
-    db.exec("DROP TABLE drills; DROP TABLE job_runs; ALTER TABLE packs DROP COLUMN condemned; PRAGMA user_version = 1");
+    db.exec("DROP TABLE drills; DROP TABLE job_runs; DROP TABLE unlogged_packs; ALTER TABLE packs DROP COLUMN condemned;"
+            " PRAGMA user_version = 1");
   }
   auto cat = Catalog::open(path);
   CHECK(cat->schema_version() == kLatestSchema);
