@@ -138,7 +138,7 @@ stream_into() {
 import json, sys
 name, streamed, time_file, json_file, restored, digest_file = sys.argv[1:]
 rss_kib, wall, user, system = open(time_file).read().split()[-4:]  # last line: our format
-backup = json.loads(open(json_file).read())
+backup = json.loads(open(json_file).read().splitlines()[-1])  # after the status lines
 record = {"target": name, "streamed": int(streamed), "bytes": backup["bytes"],
           "bytes_added": backup["bytes_added"], "peak_buffered": backup["peak_buffered_bytes"],
           "rss_kib": int(rss_kib), "wall_s": float(wall), "cpu_s": float(user) + float(system)}

@@ -106,7 +106,7 @@ run() {
 for mode in http rdma; do
   "$keel_bin" --repo "s3://bench/$mode" --endpoint "$gateway_url" init > /dev/null
   run "$mode" backup backup "$work/data"
-  snapshot=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["snapshot"])' "$work/$mode-backup.json")
+  snapshot=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["snapshot"])' "$work/$mode-backup.json")
   run "$mode" restore restore "$snapshot" --target "$work/restore-$mode"
   restored=$(find "$work/restore-$mode" -type d -name data | head -1)
   restored=${restored:-$work/restore-$mode}
@@ -123,7 +123,7 @@ rows, problems = [], []
 for phase in ("backup", "restore"):
     for mode in ("http", "rdma"):
         wall, client, server = map(float, open(f"{work}/{mode}-{phase}.cost").read().split())
-        t = json.load(open(f"{work}/{mode}-{phase}.json"))["transfer"]
+        t = json.loads(open(f"{work}/{mode}-{phase}.json").read().splitlines()[-1])["transfer"]  # after the status lines
         way = "put" if phase == "backup" else "get"
         by_rdma = t[f"rdma_{way}_bytes"]
         rows.append(f"| {phase} | {mode} | {data_bytes / 2**20 / wall:.1f} | {client / gib:.2f} | {server / gib:.2f} "

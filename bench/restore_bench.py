@@ -33,6 +33,11 @@ sys.path.insert(0, os.path.join(HERE, "../tests/s3"))
 RANGE = 16 << 20
 
 
+def last_json(stdout):
+    """keel --json: status lines while it runs, its document on the last line."""
+    return json.loads(stdout.splitlines()[-1])
+
+
 def run(cmd, env, check=True):
     started = time.monotonic()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -147,12 +152,12 @@ def main():
         env["KEEL_REPO"] = repo
         keel = os.path.abspath(args.keel)
         run([keel, "init", "-q"], env)
-        backup = json.loads(run([keel, "backup", data, "--json"], env)[0].stdout)
+        backup = last_json(run([keel, "backup", data, "--json"], env)[0].stdout)
 
         stored, raw_s = raw_read(packs)
-        drill = json.loads(run([keel, "drill", "--verify-only", "--json"], env)[0].stdout)
+        drill = last_json(run([keel, "drill", "--verify-only", "--json"], env)[0].stdout)
         target = os.path.join(work, "restore")
-        restore = json.loads(run([keel, "restore", "latest", "--target", target, "--json"], env)[0].stdout)
+        restore = last_json(run([keel, "restore", "latest", "--target", target, "--json"], env)[0].stdout)
         shutil.rmtree(target, ignore_errors=True)
 
         path, size = pick_file(data)
@@ -160,7 +165,7 @@ def main():
         for i in range(args.repeat):
             out = os.path.join(work, f"one{i}")
             p, wall = run([keel, "restore", f"latest:{os.path.abspath(path)}", "--target", out, "--json"], env)
-            own.append(json.loads(p.stdout)["seconds"])
+            own.append(last_json(p.stdout)["seconds"])
             whole.append(wall)
 
         raw_rate = stored / raw_s

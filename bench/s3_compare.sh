@@ -176,7 +176,7 @@ import json, sys
 extras, phase, tool, before, after, repo, log = sys.argv[1:]
 record = {"phase": phase, "tool": tool, "repo_bytes": int(repo or 0),
           "server_cpu_s": float(after) - float(before) if before and after else None}
-if tool == "keel" and phase != "restore":  # keel backup --json: one JSON object on stdout
+if tool == "keel" and phase != "restore":  # keel backup --json: its document is the last line
     lines = [l for l in open(log, errors="replace") if l.startswith("{")]
     record["bytes_added"] = json.loads(lines[-1])["bytes_added"]
 with open(extras, "a") as f:

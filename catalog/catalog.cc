@@ -84,6 +84,11 @@ const std::vector<Migration> kMigrations = {
     {
         "ALTER TABLE packs ADD COLUMN retain_until INTEGER",
     },
+    // 7: packs this catalog's writers committed and no change-log entry
+    // names yet (PackIndex::mark_unlogged); by id, as they outlive a rebuild.
+    {
+        "CREATE TABLE unlogged_packs(id BLOB PRIMARY KEY) WITHOUT ROWID",
+    },
 };
 
 constexpr std::pair<JobOutcome, std::string_view> kJobOutcomeNames[] = {
@@ -92,6 +97,19 @@ constexpr std::pair<JobOutcome, std::string_view> kJobOutcomeNames[] = {
 };
 
 Id column_id(Statement& s, int column) { return Id::from_bytes(s.column_blob(column)); }
+
+// id, size, xxh3, created, condemned, retain_until
+PackRecord read_pack(Statement& s) {
+  PackRecord p;
+  p.id = column_id(s, 0);
+  p.size = s.column_uint64(1);
+  ByteView hash = s.column_blob(2);
+  p.xxh3_128.assign(hash.begin(), hash.end());
+  p.created_unix = s.column_int64(3);
+  if (!s.column_is_null(4)) p.condemned_unix = s.column_int64(4);
+  if (!s.column_is_null(5)) p.retain_until_unix = s.column_int64(5);
+  return p;
+}
 
 constexpr const char* kSnapshotColumns =
     "id, time_ns, host, username, paths, tags, parent, root,"
@@ -316,16 +334,7 @@ class SqliteCatalog final : public Catalog {
     std::lock_guard lock(mutex_);
     StatementScope s(db_.cached("SELECT id, size, xxh3, created, condemned, retain_until FROM packs ORDER BY pack_no"));
     std::vector<PackRecord> packs;
-    while (s->step()) {
-      PackRecord& p = packs.emplace_back();
-      p.id = column_id(*s, 0);
-      p.size = s->column_uint64(1);
-      ByteView hash = s->column_blob(2);
-      p.xxh3_128.assign(hash.begin(), hash.end());
-      p.created_unix = s->column_int64(3);
-      if (!s->column_is_null(4)) p.condemned_unix = s->column_int64(4);
-      if (!s->column_is_null(5)) p.retain_until_unix = s->column_int64(5);
-    }
+    while (s->step()) packs.push_back(read_pack(*s));
     return packs;
   }
 
@@ -426,6 +435,35 @@ class SqliteCatalog final : public Catalog {
     return s->column_uint64(0);
   }
 
+  void mark_unlogged(const Id& pack) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached("INSERT INTO unlogged_packs(id) VALUES(?) ON CONFLICT(id) DO NOTHING"));
+    s->bind_blob(1, pack.view());
+    s->run();
+  }
+
+  std::vector<PackRecord> unlogged_packs() override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(
+        "SELECT p.id, p.size, p.xxh3, p.created, p.condemned, p.retain_until FROM unlogged_packs u JOIN packs p ON p.id = u.id"
+        " ORDER BY p.pack_no"));
+    std::vector<PackRecord> packs;
+    while (s->step()) packs.push_back(read_pack(*s));
+    return packs;
+  }
+
+  void mark_logged(std::span<const Id> packs) override {
+    if (packs.empty()) return;
+    in_transaction([&] {
+      Statement& remove = db_.cached("DELETE FROM unlogged_packs WHERE id = ?");
+      for (const Id& pack : packs) {
+        StatementScope s(remove);
+        s->bind_blob(1, pack.view());
+        s->run();
+      }
+    });
+  }
+
   void remove_pack(const Id& pack) override {
     in_transaction([&] {
       {
@@ -442,9 +480,11 @@ class SqliteCatalog final : public Catalog {
         s->bind_blob(1, pack.view());
         s->run();
       }
-      StatementScope s(db_.cached("DELETE FROM packs WHERE id = ?"));
-      s->bind_blob(1, pack.view());
-      s->run();
+      for (const char* sql : {"DELETE FROM unlogged_packs WHERE id = ?", "DELETE FROM packs WHERE id = ?"}) {
+        StatementScope s(db_.cached(sql));
+        s->bind_blob(1, pack.view());
+        s->run();
+      }
     });
   }
 

@@ -85,6 +85,15 @@ class PackIndex {
   // Removes the pack, the blob locations in it and the cached bodies of the
   // trees no other pack holds.
   virtual void remove_pack(const Id& pack) = 0;
+
+  // Packs this catalog's writers committed that no change-log entry names
+  // yet (engine/change_log.h): marked once indexed, unmarked once logged. A
+  // writer killed in between leaves its packs marked, and the next backup
+  // on this host logs them, so other hosts' catalogs learn of the packs it
+  // reuses from the log. unlogged_packs() lists those still indexed.
+  virtual void mark_unlogged(const Id& pack) = 0;
+  virtual std::vector<PackRecord> unlogged_packs() = 0;
+  virtual void mark_logged(std::span<const Id> packs) = 0;
 };
 
 }  // namespace keel::catalog

@@ -3,12 +3,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <iostream>
-#include <mutex>
-#include <thread>
 
 #include "cli/parse.h"
 #include "util/error.h"
@@ -118,36 +114,5 @@ void App::say(const std::string& line) const {
 }
 
 void App::warn(const std::string& line) const { std::cerr << line << "\n"; }
-
-struct ProgressLine::State {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
-  std::thread thread;
-};
-
-ProgressLine::ProgressLine(bool enabled, std::function<std::string(double)> render) {
-  if (!enabled) return;
-  state_ = std::make_unique<State>();
-  state_->thread = std::thread([s = state_.get(), render = std::move(render)] {
-    auto start = std::chrono::steady_clock::now();
-    std::unique_lock lock(s->mu);
-    while (!s->cv.wait_for(lock, std::chrono::milliseconds(250), [s] { return s->stop; })) {
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::cerr << "\r\033[K" << render(elapsed) << std::flush;
-    }
-    std::cerr << "\r\033[K" << std::flush;
-  });
-}
-
-ProgressLine::~ProgressLine() {
-  if (!state_) return;
-  {
-    std::lock_guard lock(state_->mu);
-    state_->stop = true;
-  }
-  state_->cv.notify_all();
-  state_->thread.join();
-}
 
 }  // namespace keel::cli

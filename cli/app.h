@@ -1,5 +1,6 @@
 // What every command shares: global options, opening the repository, the
-// password, output mode, cancellation by signal and the progress line.
+// password, output mode and cancellation by signal (cli/progress.h: the
+// progress line).
 #pragma once
 
 #include <atomic>
@@ -58,19 +59,6 @@ class App {
   // Prints to stdout unless --quiet.
   void say(const std::string& line) const;
   void warn(const std::string& line) const;  // stderr, always
-};
-
-// Redraws a one-line status on stderr every few hundred ms while alive.
-class ProgressLine {
- public:
-  ProgressLine(bool enabled, std::function<std::string(double elapsed_s)> render);
-  ~ProgressLine();  // clears the line
-  ProgressLine(const ProgressLine&) = delete;
-  ProgressLine& operator=(const ProgressLine&) = delete;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
 };
 
 // Reads a secret from the terminal without echo; empty if stdin is no TTY.

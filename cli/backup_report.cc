@@ -6,14 +6,14 @@
 
 namespace keel::cli {
 
-std::string backup_progress_text(const engine::BackupProgress& progress, double t) {
-  double rate = t > 0 ? static_cast<double>(progress.bytes) / t : 0;
-  std::string s = "[" + human_duration(t) + "] " + std::to_string(progress.files.load()) + " files, " +
-                  human_bytes(progress.bytes) + " scanned, " + human_bytes(progress.bytes_read) + " read, " +
-                  human_bytes(progress.bytes_added) + " added, " + human_rate(rate);
-  if (progress.expected_bytes > progress.bytes && rate > 0) {
-    s += ", ETA " + human_duration(static_cast<double>(progress.expected_bytes - progress.bytes) / rate);
-  }
+ProgressStatus backup_status(const engine::BackupProgress& progress) {
+  ProgressStatus s;
+  s.counts.push_back({"files", progress.files.load(), std::nullopt});
+  s.bytes = progress.bytes.load();
+  if (progress.expected_bytes > 0) s.bytes_total = progress.expected_bytes;
+  s.bytes_label = "scanned";
+  s.sizes.push_back({"bytes_read", "read", progress.bytes_read.load()});
+  s.sizes.push_back({"bytes_added", "added", progress.bytes_added.load()});
   return s;
 }
 

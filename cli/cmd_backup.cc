@@ -61,7 +61,7 @@ int cmd_backup(App& app, const Args& args) {
   engine::BackupProgress progress;
   engine::BackupResult result;
   {
-    ProgressLine line(app.progress_enabled(), [&](double t) { return backup_progress_text(progress, t); });
+    Progress shown(app, "backup", [&] { return backup_status(progress); });
     result = engine::run_backup(*repo, *source, options, progress, [&](const engine::SkippedItem& item) {
       app.warn("keel: skipped " + item.path + ": " + item.reason);
     });

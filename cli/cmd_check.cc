@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json.h"
+#include "cli/progress.h"
 #include "engine/check.h"
 #include "util/error.h"
 
@@ -21,9 +22,10 @@ int cmd_check(App& app, const Args& args) {
   std::atomic<uint64_t> done{0}, total{0};
   engine::CheckResult result;
   {
-    ProgressLine line(app.progress_enabled(), [&](double t) {
-      return "[" + human_duration(t) + "] checked " + std::to_string(done.load()) + "/" + std::to_string(total.load()) +
-             " packs";
+    Progress shown(app, "check", [&] {
+      ProgressStatus s;
+      s.counts.push_back({"packs", done.load(), total.load()});
+      return s;
     });
     result = engine::run_check(*repo, options, [&](uint64_t d, uint64_t t) {
       done = d;

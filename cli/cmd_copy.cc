@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/copy_report.h"
 #include "cli/format.h"
 #include "cli/json.h"
 #include "cli/parse.h"
@@ -75,39 +76,15 @@ int cmd_copy(App& app, const Args& args) {
   engine::CopyProgress progress;
   engine::CopyResult result;
   {
-    ProgressLine line(app.progress_enabled(), [&](double t) {
-      return "[" + human_duration(t) + "] " + std::to_string(progress.snapshots_done.load()) + " snapshots copied, read " +
-             human_bytes(progress.bytes_read) + ", sent " + human_bytes(progress.bytes_sent);
-    });
+    Progress shown(app, "copy", [&] { return copy_status(progress); });
     result = engine::copy_snapshots(*from, *to, options, progress);
   }
 
-  size_t copied = 0;
-  for (const engine::CopiedSnapshot& s : result.snapshots) copied += !s.existed;
   if (app.global.json) {
     Json j;
-    j.begin_object().field("dry_run", options.dry_run).key("snapshots").begin_array();
-    for (const engine::CopiedSnapshot& s : result.snapshots) {
-      j.begin_object()
-          .field("source", s.source.id.hex())
-          .field("copy", s.copy.hex())
-          .field("already_copied", s.existed)
-          .field("time", iso_time(s.source.time_ns))
-          .field("host", s.source.host)
-          .field("paths", s.source.paths)
-          .end_object();
-    }
-    j.end_array()
-        .field("snapshots_copied", static_cast<uint64_t>(options.dry_run ? 0 : copied))
-        .field("chunks_read", result.chunks_read)
-        .field("bytes_read", result.bytes_read)
-        .field("chunks_sent", result.chunks_sent)
-        .field("trees_sent", result.trees_sent)
-        .field("bytes_sent", result.bytes_sent)
-        .field("chunks_reused", result.chunks_reused)
-        .field("packs_written", result.packs_written)
-        .end_object();
-    std::cout << j.str() << "\n";
+    j.begin_object();
+    copy_json_fields(j, result, options.dry_run);
+    std::cout << j.end_object().str() << "\n";
     return 0;
   }
   for (const engine::CopiedSnapshot& s : result.snapshots) {
@@ -122,15 +99,11 @@ int cmd_copy(App& app, const Args& args) {
     }
   }
   if (options.dry_run) {
-    app.say(std::to_string(copied) + " of " + std::to_string(result.snapshots.size()) + " selected snapshots would be copied");
+    app.say(std::to_string(snapshots_copied(result)) + " of " + std::to_string(result.snapshots.size()) +
+            " selected snapshots would be copied");
     return 0;
   }
-  app.say(std::to_string(copied) + " snapshots copied, " + std::to_string(result.snapshots.size() - copied) +
-          " copied before; read " + std::to_string(result.chunks_read) + " chunks (" + human_bytes(result.bytes_read) +
-          ") from " + from->target().describe() + ", sent " + std::to_string(result.chunks_sent) + " chunks and " +
-          std::to_string(result.trees_sent) + " trees (" + human_bytes(result.bytes_sent) + ", " +
-          std::to_string(result.packs_written) + " packs), " + std::to_string(result.chunks_reused) +
-          " chunks already there");
+  app.say(copy_summary(result, from->target().describe()));
   return 0;
 }
 

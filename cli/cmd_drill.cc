@@ -6,6 +6,7 @@
 #include "cli/number_option.h"
 #include "cli/drill_report.h"
 #include "cli/parse.h"
+#include "cli/restore_report.h"
 #include "engine/catalog_copy.h"
 #include "engine/drill.h"
 #include "util/error.h"
@@ -61,7 +62,13 @@ int cmd_drill(App& app, const Args& args) {
   options.keep_scratch = keep;
 
   auto repo = app.open_repository("keel drill");
-  engine::DrillReport report = engine::run_drill(*repo, options);
+  engine::RestoreProgress progress;
+  options.progress = &progress;
+  engine::DrillReport report;
+  {
+    Progress shown(app, "drill", [&] { return restore_status(progress); });
+    report = engine::run_drill(*repo, options);
+  }
   std::string json = drill_report_json(report);
   repo->catalog().add_drill(drill_record(report, json));
   if (std::string error = engine::try_save_catalog_copy(*repo); !error.empty()) {

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/number_option.h"
 #include "cli/format.h"
 #include "cli/json.h"

@@ -4,11 +4,13 @@
 
 #include "cli/backup_report.h"
 #include "cli/commands.h"
+#include "cli/copy_report.h"
 #include "cli/number_option.h"
 #include "cli/format.h"
 #include "cli/job_report.h"
 #include "cli/json.h"
 #include "cli/parse.h"
+#include "engine/repository_access.h"
 #include "jobs/job_store.h"
 #include "jobs/metrics.h"
 #include "jobs/runner.h"
@@ -22,7 +24,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: keel job ACTION [options]: named backup recipes that keel scheduler runs\n\n"
     "actions:\n"
-    "  add NAME     store a job: --paths, --schedule, retention, RPO and hooks (opens the repository once)\n"
+    "  add NAME     store a job: --paths, --schedule, retention, RPO and hooks (opens the repository once);\n"
+    "               with --copy-to REPO a copy job instead: keel copy of --repo's snapshots into REPO\n"
     "  list         every job: schedule, next run, last outcome, RPO status\n"
     "  show NAME    a job's definition, status and recent runs\n"
     "  run NAME     run a job now, in the foreground (exit code: its outcome)\n"
@@ -51,9 +54,44 @@ bool parse_named(App& app, const Args& args, const char* action, po::options_des
   return true;
 }
 
+// The destination of a copy job, as `keel copy` opens its --repo: the
+// job's target options, the password from KEEL_COPY_PASSWORD or the file.
+engine::RepositoryAccess copy_destination(const jobs::Job& job, const std::string& catalog) {
+  engine::RepositoryAccess access;
+  access.location = job.copy_to;
+  access.target = job.target_options();
+  access.password_env = "KEEL_COPY_PASSWORD";
+  access.password_file = job.copy_password_file;
+  access.catalog = catalog;
+  return access;
+}
+
+std::string copy_destination_password(const engine::RepositoryAccess& access) {
+  std::string password = engine::stored_password(access).value_or("");
+  if (password.empty()) password = prompt_secret("password of " + access.location + ": ");
+  if (password.empty()) {
+    throw Error(ErrorKind::kUsage, "no password for the copy's destination " + access.location +
+                                       ": set KEEL_COPY_PASSWORD or give the job --copy-password-file");
+  }
+  return password;
+}
+
+// A copy job copies snapshots that exist; what a backup job's options choose does not apply.
+void check_copy_job(const jobs::Job& job, const po::variables_map& vm) {
+  for (const char* option : {"paths", "exclude", "tag", "memory", "append-only", "keep-last", "keep-hourly",
+                             "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-tag"}) {
+    if (vm.count(option) && !vm[option].defaulted()) {
+      throw Error(ErrorKind::kUsage, std::string("--") + option + " is for backup jobs; a copy job (--copy-to) copies "
+                                     "the snapshots --copy-host, --copy-tag and --copy-path select (forget at the "
+                                     "destination with keel forget there)");
+    }
+  }
+  if (job.copy_to == job.repo) throw Error(ErrorKind::kUsage, "--copy-to names the job's own repository: copy elsewhere");
+}
+
 int job_add(App& app, const Args& args) {
   jobs::Job job;
-  std::string jobs_file, rpo;
+  std::string jobs_file, rpo, copy_newer_than;
   po::options_description opts("keel job add NAME --paths PATH --schedule CRON [options]: store a backup job");
   opts.add_options()
       ("paths", po::value(&job.paths)->composing(), "a file or directory to back up (repeatable)")
@@ -72,11 +110,30 @@ int job_add(App& app, const Args& args) {
       ("keep-tag", po::value(&job.retention.keep_tags)->composing(), "never forget snapshots with this tag")
       ("rpo", po::value(&rpo), "recovery point objective: the newest successful run may be this old (24h, 90m)")
       ("before", po::value(&job.before_hook), "shell command run before the backup; if it fails, nothing is backed up")
-      ("after", po::value(&job.after_hook), "shell command run after the backup, whatever its outcome");
+      ("after", po::value(&job.after_hook), "shell command run after the backup, whatever its outcome")
+      ("copy-to", po::value(&job.copy_to),
+       "a copy job: each run copies the repository's snapshots into this one (keel copy, docs/copy.md)")
+      ("copy-password-file", po::value(&job.copy_password_file),
+       "the copy destination's password file (stored as a path; env KEEL_COPY_PASSWORD holds the password itself)")
+      ("copy-host", po::value(&job.copy_selection.hosts)->composing(), "copy only snapshots of this host (repeatable)")
+      ("copy-tag", po::value(&job.copy_selection.tags)->composing(), "copy only snapshots with this tag (repeatable: all)")
+      ("copy-path", po::value(&job.copy_selection.paths)->composing(), "copy only snapshots of this path (repeatable: all)")
+      ("copy-newer-than", po::value(&copy_newer_than), "copy only snapshots taken within this long (30d)");
   po::variables_map vm;
   if (!parse_named(app, args, "add", opts, job.name, jobs_file, vm)) return 0;
   jobs::validate_job_name(job.name);
-  if (job.paths.empty()) throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
+  if (!job.is_copy() && (!job.copy_password_file.empty() || !job.copy_selection.hosts.empty() ||
+                         !job.copy_selection.tags.empty() || !job.copy_selection.paths.empty() ||
+                         !copy_newer_than.empty())) {
+    throw Error(ErrorKind::kUsage, "the --copy-* options go with --copy-to REPO (a copy job)");
+  }
+  if (job.is_copy()) {
+    job.repo = app.global.repo;
+    check_copy_job(job, vm);
+    if (!copy_newer_than.empty()) job.copy_newer_than = parse_duration(copy_newer_than, "--copy-newer-than");
+  } else if (job.paths.empty()) {
+    throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
+  }
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
   const engine::RetentionPolicy& keep = job.retention;
   const uint64_t counts = uint64_t{keep.last} + keep.hourly + keep.daily + keep.weekly + keep.monthly + keep.yearly;
@@ -115,6 +172,15 @@ int job_add(App& app, const Args& args) {
   job.rdma = app.global.target.rdma;
   if (!app.global.password_file.empty()) job.password_file = absolute_path(app.global.password_file);
   job.catalog = absolute_path(repo->catalog_path());
+  if (job.is_copy()) {
+    if (!job.copy_password_file.empty()) job.copy_password_file = absolute_path(job.copy_password_file);
+    engine::RepositoryAccess destination = copy_destination(job, "");
+    auto copy = engine::open_repository(destination, copy_destination_password(destination));
+    if (copy->config().repository_id == repo->config().repository_id) {
+      throw Error(ErrorKind::kUsage, "--copy-to is the job's own repository (" + job.repo + "): copy elsewhere");
+    }
+    job.copy_catalog = absolute_path(copy->catalog_path());
+  }
   job.created_ns = jobs::to_unix_ns(std::chrono::system_clock::now());
   store.add(job);
 
@@ -123,8 +189,10 @@ int job_add(App& app, const Args& args) {
     job_json(j, job);
     std::cout << j.str() << "\n";
   } else {
-    app.say("added job " + job.name + ": " + std::to_string(job.paths.size()) + " path(s) to " + job.repo + " at '" +
-            job.schedule + "' (" + job.time_zone + "), next run " + fire_text(job.next_fire()));
+    const std::string what = job.is_copy() ? "copies of " + job.repo + " to " + job.copy_to
+                                           : std::to_string(job.paths.size()) + " path(s) to " + job.repo;
+    app.say("added job " + job.name + ": " + what + " at '" + job.schedule + "' (" + job.time_zone + "), next run " +
+            fire_text(job.next_fire()));
   }
   return 0;
 }
@@ -222,9 +290,17 @@ int job_show(App& app, const Args& args) {
   row("repository", job.repo + (job.endpoint.empty() ? "" : " (endpoint " + job.endpoint + ")") +
                         (job.rdma.empty() ? "" : " (rdma " + job.rdma + ")") +
                         (job.append_only ? " (append-only)" : ""));
-  row("paths", list(job.paths));
-  row("excludes", list(job.excludes));
-  row("tags", list(std::vector<std::string>{job.tag()}) + (job.tags.empty() ? "" : ", " + list(job.tags)));
+  if (job.is_copy()) {
+    const engine::SnapshotSelection& s = job.copy_selection;
+    row("copy to", job.copy_to);
+    row("selection", "hosts " + list(s.hosts) + "; tags " + list(s.tags) + "; paths " + list(s.paths) +
+                         (job.copy_newer_than ? "; newer than " + human_duration(static_cast<double>(job.copy_newer_than->count())) : ""));
+    row("newest copy", status.newest_copy_ns ? local_time(*status.newest_copy_ns) : "-");
+  } else {
+    row("paths", list(job.paths));
+    row("excludes", list(job.excludes));
+    row("tags", list(std::vector<std::string>{job.tag()}) + (job.tags.empty() ? "" : ", " + list(job.tags)));
+  }
   row("schedule", job.schedule + " (" + job.time_zone + ")");
   row("retention", retention);
   row("RPO", rpo_text(status, now));
@@ -265,10 +341,15 @@ int job_run(App& app, const Args& args) {
   options.cancel = &App::cancel;
   engine::BackupProgress progress;
   options.progress = &progress;
+  engine::CopyProgress copy_progress;
+  options.copy_progress = &copy_progress;
+  const engine::RepositoryAccess destination = copy_destination(job, job.copy_catalog);
+  options.copy_password = [&] { return copy_destination_password(destination); };
   options.warn = [&](const std::string& line) { app.warn(line); };
   jobs::RunResult result;
   {
-    ProgressLine line(app.progress_enabled(), [&](double t) { return backup_progress_text(progress, t); });
+    Progress shown(app, job.is_copy() ? "copy" : "backup",
+                   [&] { return job.is_copy() ? copy_status(copy_progress) : backup_status(progress); });
     result = jobs::run_job(job, options);
   }
   const catalog::JobRunRecord& run = result.record;
@@ -291,8 +372,18 @@ int job_run(App& app, const Args& args) {
     } else {
       j.null();
     }
+    j.key("copy");
+    if (result.copy) {
+      j.begin_object();
+      copy_json_fields(j, *result.copy, false);
+      j.end_object();
+    } else {
+      j.null();
+    }
     j.end_object();
     std::cout << j.str() << "\n";
+  } else if (result.copy) {
+    app.say("job " + job.name + ": " + outcome + ": " + copy_summary(*result.copy, job.repo));
   } else if (result.backup) {
     std::string forgot = result.snapshots_forgotten ? "; forgot " + std::to_string(result.snapshots_forgotten) +
                                                           " old snapshot(s)"

@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/format.h"
 #include "cli/prune_cli.h"
 

@@ -7,6 +7,7 @@
 #include "cli/number_option.h"
 #include "cli/format.h"
 #include "cli/json.h"
+#include "cli/restore_report.h"
 #include "engine/restore.h"
 #include "util/error.h"
 
@@ -75,16 +76,7 @@ int cmd_restore(App& app, const Args& args) {
   auto start = std::chrono::steady_clock::now();
   engine::RestoreResult result;
   {
-    ProgressLine line(app.progress_enabled(), [&](double t) {
-      double rate = t > 0 ? static_cast<double>(progress.bytes_done) / t : 0;
-      std::string s = "[" + human_duration(t) + "] " + std::to_string(progress.files_done.load()) + "/" +
-                      std::to_string(progress.files_total) + " files, " + human_bytes(progress.bytes_done) + "/" +
-                      human_bytes(progress.bytes_total) + ", " + human_rate(rate);
-      if (rate > 0 && progress.bytes_total > progress.bytes_done) {
-        s += ", ETA " + human_duration(static_cast<double>(progress.bytes_total - progress.bytes_done) / rate);
-      }
-      return s;
-    });
+    Progress shown(app, "restore", [&] { return restore_status(progress); });
     result = engine::run_restore(*repo, snap, options, progress);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -36,8 +36,10 @@ std::string rpo_text(const jobs::JobStatus& status, jobs::TimePoint now) {
   std::optional<bool> met = status.rpo_met(now);
   if (!met) return "not set";
   std::optional<std::chrono::seconds> age = status.rpo_age(now);
-  std::string seen = age ? "newest good backup " + human_duration(static_cast<double>(age->count())) + " old"
-                         : "no successful run";
+  std::string seen = age ? std::string(status.copy ? "newest copy " : "newest good backup ") +
+                               human_duration(static_cast<double>(age->count())) + " old"
+                         : status.copy ? "no snapshot at the destination"
+                                       : "no successful run";
   return std::string(*met ? "met: " : "MISSED: ") + seen + ", objective " +
          human_duration(static_cast<double>(status.rpo->count()));
 }
@@ -60,7 +62,17 @@ void job_json(Json& j, const jobs::Job& job) {
       .field("tags", job.tags)
       .field("memory_mib", job.memory_mib)
       .field("schedule", job.schedule)
-      .field("time_zone", job.time_zone);
+      .field("time_zone", job.time_zone)
+      .field("copy_to", job.copy_to)
+      .field("copy_password_file", job.copy_password_file)
+      .field("copy_catalog", job.copy_catalog);
+  j.key("copy_selection")
+      .begin_object()
+      .field("hosts", job.copy_selection.hosts)
+      .field("tags", job.copy_selection.tags)
+      .field("paths", job.copy_selection.paths)
+      .field("newer_than_seconds", count(job.copy_newer_than))
+      .end_object();
   const engine::RetentionPolicy& r = job.retention;
   j.key("retention")
       .begin_object()
@@ -100,6 +112,7 @@ void job_status_json(Json& j, const jobs::JobStatus& status, jobs::TimePoint now
       .field("next_run", status.next_fire ? iso_time(jobs::to_unix_ns(*status.next_fire)) : "");
   optional_run(j, "last_run", status.last_run);
   optional_run(j, "last_success", status.last_success);
+  j.field("newest_copy", status.newest_copy_ns ? iso_time(*status.newest_copy_ns) : "");
   j.field("rpo_seconds", count(status.rpo))
       .field("rpo_age_seconds", count(status.rpo_age(now)))
       .field("rpo_met", status.rpo_met(now))

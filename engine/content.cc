@@ -315,6 +315,7 @@ void ContentWriter::flush() {
 
 void ContentWriter::commit(const catalog::PackRecord& pack, const std::vector<catalog::BlobRecord>& blobs) {
   index_.add_pack(pack, blobs);
+  index_.mark_unlogged(pack.id);  // until the command's log entry names it
   {
     std::lock_guard lock(committed_mutex_);
     committed_.push_back(LoggedPack{catalog::PackRecord{pack.id, pack.size, {}, pack.created_unix, {}}, blobs});

@@ -190,7 +190,9 @@ DrillReport run_drill(Repository& repo, const DrillOptions& options) {
   restore.cancel = options.cancel;
 
   report.started_unix_ns = unix_now_ns();
-  RestoreProgress progress;
+  RestoreProgress own_progress;
+  RestoreProgress& progress = options.progress ? *options.progress : own_progress;
+  progress.started = std::chrono::steady_clock::now();
   RestoreResult result;
   {
     TimelineSampler sampler(progress);

@@ -33,6 +33,7 @@ struct DrillOptions {
   size_t readers = 0;   // ranged reads in flight; 0: adaptive
   const std::atomic<bool>* cancel = nullptr;
   bool keep_scratch = false;  // leave the restored files in place
+  RestoreProgress* progress = nullptr;  // live counters for a display (its clock starts with the restore); may be null
 };
 
 struct ThroughputSample {

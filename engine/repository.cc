@@ -426,6 +426,16 @@ void Repository::save_snapshot(const catalog::SnapshotRecord& snapshot, std::vec
                keys_.format >= 2 ? seal_snapshot_v2(keys_, snapshot)
                                  : seal_object(kSnapshotMagic, keys_.data, encode_snapshot(snapshot), snapshot.id.view()));
   catalog_->add_snapshot(snapshot);
+  // Packs a killed run of this host left unlogged, which this snapshot may
+  // reuse: without them in the log, other hosts would find its chunks only
+  // by a full sync.
+  std::set<Id> named;
+  for (const LoggedPack& p : packs) named.insert(p.pack.id);
+  for (catalog::PackRecord& left : catalog_->unlogged_packs()) {
+    if (named.count(left.id)) continue;
+    std::vector<catalog::BlobRecord> blobs = catalog_->blobs_in_pack(left.id);
+    packs.push_back(LoggedPack{catalog::PackRecord{left.id, left.size, {}, left.created_unix, {}}, std::move(blobs)});
+  }
   ChangeLogEntry entry;
   entry.packs_added = std::move(packs);
   entry.snapshots_added.push_back(snapshot.id);
@@ -635,6 +645,9 @@ void Repository::remember_log(const std::vector<std::string>& keys) {
 void Repository::log_changes(const ChangeLogEntry& changes) {
   if (changes.empty()) return;
   std::string key = put_log_entry(*target_, keys_.index, changes);
+  std::vector<Id> logged;
+  for (const LoggedPack& p : changes.packs_added) logged.push_back(p.pack.id);
+  catalog_->mark_logged(logged);
   // This catalog holds the changes already; other entries it has not seen
   // stay unapplied until the next sync.
   if (std::optional<std::string> state = catalog_->get_meta(kLogAppliedMeta)) {

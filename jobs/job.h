@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/forget.h"
+#include "engine/snapshot_selection.h"
 #include "jobs/clock.h"
 #include "jobs/cron.h"
 #include "targets/open_target.h"
@@ -43,6 +44,14 @@ struct Job {
   std::string time_zone;          // IANA name
   engine::RetentionPolicy retention;       // empty: keep every snapshot
   std::optional<std::chrono::seconds> rpo;  // how old the newest good backup may get
+  // A copy job (--copy-to): its runs copy the selected snapshots of `repo`
+  // into this repository (keel copy, docs/copy.md) instead of backing up;
+  // empty: a backup job. Copy jobs have no paths, excludes, tags or retention.
+  std::string copy_to;
+  std::string copy_password_file;  // the destination's password file; never the password
+  std::string copy_catalog;        // the destination's catalog, found when the job was added
+  engine::SnapshotSelection copy_selection;             // hosts, tags, paths (no times)
+  std::optional<std::chrono::seconds> copy_newer_than;  // only snapshots taken within this long
   std::string before_hook;  // shell commands (/bin/sh -c); empty: none
   std::string after_hook;
   int64_t created_ns = 0;  // Unix time the job was added
@@ -52,6 +61,7 @@ struct Job {
   // created_ns.
   std::optional<int64_t> handled_until_ns;
 
+  bool is_copy() const { return !copy_to.empty(); }
   std::string tag() const { return "job:" + name; }  // on every snapshot the job makes
   CronSchedule cron() const { return CronSchedule::parse(schedule, time_zone); }
   targets::TargetOptions target_options() const;

@@ -1,10 +1,14 @@
 #include "jobs/job_status.h"
 
+#include <algorithm>
+
 namespace keel::jobs {
 
 std::optional<std::chrono::seconds> JobStatus::rpo_age(TimePoint now) const {
-  if (!last_success) return std::nullopt;
-  return std::chrono::floor<std::chrono::seconds>(now - from_unix_ns(last_success->started_ns));
+  std::optional<int64_t> point = copy ? newest_copy_ns
+                                      : last_success ? std::optional(last_success->started_ns) : std::nullopt;
+  if (!point) return std::nullopt;
+  return std::chrono::floor<std::chrono::seconds>(now - from_unix_ns(*point));
 }
 
 std::optional<bool> JobStatus::rpo_met(TimePoint now) const {
@@ -24,6 +28,12 @@ JobStatus load_job_status(const Job& job) {
     if (run.outcome == JobOutcome::kRunning || run.outcome == JobOutcome::kRefused) continue;
     if (run.outcome == JobOutcome::kSuccess) status.last_success = run;
     status.last_run = std::move(run);
+  }
+  if (job.is_copy()) {
+    status.copy = true;
+    for (const catalog::SnapshotRecord& s : catalog::Catalog::open(job.copy_catalog)->list_snapshots()) {
+      if (job.copy_selection.matches(s)) status.newest_copy_ns = std::max(status.newest_copy_ns.value_or(s.time_ns), s.time_ns);
+    }
   }
   return status;
 }

@@ -32,12 +32,23 @@ const std::vector<catalog::Migration> kMigrations = {
     {"ALTER TABLE jobs ADD COLUMN rdma TEXT NOT NULL DEFAULT ''"},
     // 3: runs with append-only access (docs/immutable.md).
     {"ALTER TABLE jobs ADD COLUMN append_only INTEGER NOT NULL DEFAULT 0"},
+    // 4: copy jobs (keel copy on a schedule). x'00': an empty string list.
+    {
+        "ALTER TABLE jobs ADD COLUMN copy_to TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE jobs ADD COLUMN copy_password_file TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE jobs ADD COLUMN copy_catalog TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE jobs ADD COLUMN copy_hosts BLOB NOT NULL DEFAULT x'00'",
+        "ALTER TABLE jobs ADD COLUMN copy_tags BLOB NOT NULL DEFAULT x'00'",
+        "ALTER TABLE jobs ADD COLUMN copy_paths BLOB NOT NULL DEFAULT x'00'",
+        "ALTER TABLE jobs ADD COLUMN copy_newer_than_seconds INTEGER",
+    },
 };
 
 constexpr const char* kColumns =
     "name, repo, endpoint, region, aws_profile, ca_file, virtual_hosted, password_file, catalog, paths, excludes,"
     " tags, schedule, time_zone, keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly,"
-    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib, rdma, append_only";
+    " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib, rdma, append_only,"
+    " copy_to, copy_password_file, copy_catalog, copy_hosts, copy_tags, copy_paths, copy_newer_than_seconds";
 
 Job read_job(Statement& s) {
   Job j;
@@ -71,6 +82,13 @@ Job read_job(Statement& s) {
   j.memory_mib = s.column_uint64(26);
   j.rdma = s.column_text(27);
   j.append_only = s.column_int64(28) != 0;
+  j.copy_to = s.column_text(29);
+  j.copy_password_file = s.column_text(30);
+  j.copy_catalog = s.column_text(31);
+  j.copy_selection.hosts = decode_strings(s.column_blob(32), what + "copy hosts");
+  j.copy_selection.tags = decode_strings(s.column_blob(33), what + "copy tags");
+  j.copy_selection.paths = decode_strings(s.column_blob(34), what + "copy paths");
+  if (!s.column_is_null(35)) j.copy_newer_than = std::chrono::seconds(s.column_int64(35));
   return j;
 }
 
@@ -92,7 +110,8 @@ JobStore::~JobStore() = default;
 
 void JobStore::add(const Job& j) {
   StatementScope s(db_->cached(std::string("INSERT INTO jobs(") + kColumns +
-                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                               ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                               " ?, ?, ?, ?, ?, ?, ?)"
                                " ON CONFLICT(name) DO NOTHING RETURNING name"));
   s->bind_text(1, j.name);
   s->bind_text(2, j.repo);
@@ -131,6 +150,17 @@ void JobStore::add(const Job& j) {
   s->bind_uint64(27, j.memory_mib);
   s->bind_text(28, j.rdma);
   s->bind_int64(29, j.append_only);
+  s->bind_text(30, j.copy_to);
+  s->bind_text(31, j.copy_password_file);
+  s->bind_text(32, j.copy_catalog);
+  s->bind_blob(33, encode_strings(j.copy_selection.hosts));
+  s->bind_blob(34, encode_strings(j.copy_selection.tags));
+  s->bind_blob(35, encode_strings(j.copy_selection.paths));
+  if (j.copy_newer_than) {
+    s->bind_int64(36, j.copy_newer_than->count());
+  } else {
+    s->bind_null(36);
+  }
   if (!s->step()) {
     throw Error(ErrorKind::kUsage, "a job named " + j.name + " exists already (keel job remove " + j.name + " first)");
   }

@@ -67,6 +67,12 @@ std::string render_metrics(const std::vector<JobStatus>& jobs, TimePoint now) {
            [&](const JobStatus& j, const std::string& l) {
              if (std::optional<bool> met = j.rpo_met(now)) e.sample(l, *met ? 1 : 0);
            });
+  e.family("keel_job_copy_newest_snapshot_timestamp_seconds",
+           "Copy jobs: Unix time the newest snapshot the destination holds for the job's selection was taken; 0 if "
+           "none.",
+           jobs, [&](const JobStatus& j, const std::string& l) {
+             if (j.copy) e.sample(l, j.newest_copy_ns ? seconds_of_ns(*j.newest_copy_ns) : 0);
+           });
   e.family("keel_job_running", "1 while a run of the job goes on.", jobs,
            [&](const JobStatus& j, const std::string& l) { e.sample(l, j.running ? 1 : 0); });
   e.family("keel_job_next_run_timestamp_seconds", "Unix time of the job's next scheduled run.", jobs,

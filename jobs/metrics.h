@@ -8,7 +8,11 @@
 //   keel_job_last_run_bytes_added            stored on the target by it
 //   keel_job_last_run_outcome{outcome=...}   1 for its outcome, 0 for the others
 //   keel_job_rpo_seconds                     the objective (jobs with one)
-//   keel_job_rpo_met                         1 if the newest success is within it
+//   keel_job_rpo_met                         1 if the newest success is within it (copy
+//                                            jobs: the newest snapshot at the destination)
+//   keel_job_copy_newest_snapshot_timestamp_seconds
+//                                            copy jobs: when the newest snapshot the
+//                                            destination holds for the selection was taken
 //   keel_job_running                         1 while a run goes on
 //   keel_job_next_run_timestamp_seconds      the next fire not handled yet
 // Series that have no value (no run yet, no RPO) are left out.

@@ -83,7 +83,11 @@ class JobRun {
         }
       }
       before_hook_passed = true;
-      back_up();
+      if (job_.is_copy()) {
+        copy();
+      } else {
+        back_up();
+      }
     } catch (const Error& e) {
       fail(e.kind() == ErrorKind::kInterrupted ? JobOutcome::kInterrupted : JobOutcome::kFailed, e.what(), e.exit_code());
     } catch (const std::exception& e) {
@@ -97,11 +101,16 @@ class JobRun {
   }
 
  private:
-  void back_up() {
+  std::unique_ptr<engine::Repository> open(const std::string& location, const std::string& catalog,
+                                           const std::function<std::string()>& password) const {
     engine::OpenOptions open;
-    open.password = options_.password ? options_.password() : "";
-    open.catalog_path = job_.catalog;
-    auto repo = engine::Repository::open(targets::open_target(job_.repo, job_.target_options()), open);
+    open.password = password ? password() : "";
+    open.catalog_path = catalog;
+    return engine::Repository::open(targets::open_target(location, job_.target_options()), open);
+  }
+
+  void back_up() {
+    auto repo = open(job_.repo, job_.catalog, options_.password);
     auto source = agents::fs::make_fs_source(job_.paths, agents::fs::FsOptions{.excludes = job_.excludes});
 
     engine::BackupOptions backup;
@@ -142,6 +151,30 @@ class JobRun {
     }
   }
 
+  void copy() {
+    auto from = open(job_.repo, job_.catalog, options_.password);
+    auto to = open(job_.copy_to, job_.copy_catalog, options_.copy_password);
+    from->sync_catalog();  // every snapshot of the source, as keel copy sees them
+    engine::CopyOptions copy;
+    copy.selection = job_.copy_selection;
+    if (job_.copy_newer_than) copy.selection.since_ns = now_ns() - std::chrono::nanoseconds(*job_.copy_newer_than).count();
+    copy.cancel = options_.cancel;
+    engine::CopyProgress own_progress;
+    result_.copy = engine::copy_snapshots(*from, *to, copy, options_.copy_progress ? *options_.copy_progress : own_progress);
+
+    catalog::JobRunRecord& r = result_.record;
+    size_t copied = 0;
+    for (const engine::CopiedSnapshot& s : result_.copy->snapshots) {
+      copied += !s.existed;
+      r.snapshot = s.copy;  // the newest selected, in the destination
+    }
+    r.bytes_read = result_.copy->bytes_read;
+    r.bytes_added = result_.copy->bytes_sent;
+    r.outcome = JobOutcome::kSuccess;
+    r.message = "copied " + std::to_string(copied) + " snapshots to " + job_.copy_to + " (" +
+                std::to_string(result_.copy->snapshots.size() - copied) + " selected were there already)";
+  }
+
   void run_after_hook() {
     Environment env = hook_env("after");
     env.emplace_back("KEEL_JOB_OUTCOME", std::string(catalog::job_outcome_name(result_.record.outcome)));
@@ -165,11 +198,13 @@ class JobRun {
   }
 
   Environment hook_env(const std::string& phase) const {
-    return {{"KEEL_JOB", job_.name},
-            {"KEEL_REPO", job_.repo},
-            {"KEEL_JOB_PATHS", joined_paths(job_.paths)},
-            {"KEEL_JOB_RUN", std::to_string(result_.record.id)},
-            {"KEEL_JOB_PHASE", phase}};
+    Environment env{{"KEEL_JOB", job_.name},
+                    {"KEEL_REPO", job_.repo},
+                    {"KEEL_JOB_PATHS", joined_paths(job_.paths)},
+                    {"KEEL_JOB_RUN", std::to_string(result_.record.id)},
+                    {"KEEL_JOB_PHASE", phase}};
+    if (job_.is_copy()) env.emplace_back("KEEL_COPY_TO", job_.copy_to);
+    return env;
   }
 
   // Runs still marked running while we hold the lock had their process die

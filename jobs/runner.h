@@ -10,7 +10,8 @@
 //     run fails and nothing is backed up; nor does the after hook run.
 //  4. The job's paths are backed up (engine::run_backup through the
 //     filesystem agent), tagged job:NAME plus the job's tags. Skipped items
-//     make the run partial.
+//     make the run partial. A copy job instead copies its selection of the
+//     repository's snapshots into its destination (engine::copy_snapshots).
 //  5. If the job has a retention policy, engine::forget applies it to the
 //     job's snapshots (tag job:NAME), grouped by host and paths.
 //  6. The after hook runs whatever the outcome, unless the before hook
@@ -33,6 +34,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/backup.h"
+#include "engine/copy.h"
 #include "jobs/job.h"
 
 namespace keel::jobs {
@@ -41,13 +43,16 @@ struct RunOptions {
   std::string lock_path;                  // JobStore::run_lock_path(job.name)
   std::function<std::string()> password;  // asked when the repository is opened
   const std::atomic<bool>* cancel = nullptr;
+  std::function<std::string()> copy_password;  // a copy job's destination's, asked when it is opened
   engine::BackupProgress* progress = nullptr;          // live counters for a display; may be null
+  engine::CopyProgress* copy_progress = nullptr;       // the same for a copy job
   std::function<void(const std::string&)> warn;        // skipped items, hook failures; may be empty
 };
 
 struct RunResult {
   catalog::JobRunRecord record;  // as recorded
   std::optional<engine::BackupResult> backup;  // when the backup finished
+  std::optional<engine::CopyResult> copy;      // when a copy job's copy finished
   size_t snapshots_forgotten = 0;              // by the retention policy
   // The process exit code for this outcome (docs/exit-codes.md): 0
   // success, 3 partial, 8 refused, 130 interrupted, else the failure's.

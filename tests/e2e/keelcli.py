@@ -75,6 +75,19 @@ class S3Store:
         assert r.status == 200, r.body
 
 
+def json_lines(stdout):
+    """The objects a --json command wrote, one a line: status lines ({"type": "status"}), then its document."""
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def last_json(stdout):
+    """The document of a --json command: its last line (long commands stream status lines before it)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        raise AssertionError("no --json output")
+    return json.loads(lines[-1])
+
+
 class KeelTestCase(unittest.TestCase):
     """Each test gets a scratch directory, a repository path and its own catalog home."""
 
@@ -113,7 +126,7 @@ class KeelTestCase(unittest.TestCase):
 
     def keel_json(self, *args, expect=0, **kw):
         p = self.keel(*args, "--json", expect=expect, **kw)
-        return json.loads(p.stdout)
+        return last_json(p.stdout)
 
     def init(self, *extra):
         self.keel("init", *extra)

@@ -3,12 +3,13 @@ shell completions agree with each command's --help (they come from the same
 option definitions)."""
 import os
 import pty
+import select
 import re
 import shutil
 import subprocess
 import unittest
 
-from keelcli import KEEL, KeelTestCase
+from keelcli import KEEL, KeelTestCase, json_lines
 
 
 def help_options(text):
@@ -90,8 +91,20 @@ class CliTest(KeelTestCase):
         with open(os.path.join(src, "random.bin"), "wb") as f:
             f.write(os.urandom(192 << 20))  # long enough (> 250 ms) for the first redraw
         self.init()
+        self.assertIn(b"files", self.on_terminal("backup", src))
+        # In a pipe (a cron job, systemd): nothing but the summary on stdout.
+        piped = self.keel("backup", src, "--force")
+        self.assertEqual(piped.stderr, b"")
+        self.assertIn(b"saved", piped.stdout)
+        piped = self.keel("check", "--read-data")
+        self.assertEqual(piped.stderr, b"")
+        # A drill shows restore's progress line too.
+        self.assertIn(b"files", self.on_terminal("drill", "--scratch", self.path("scratch")))
+
+    def on_terminal(self, *args):
+        """What keel writes to stderr when stderr is a terminal (stdout a pipe); asserts a redrawn status line."""
         primary, secondary = pty.openpty()
-        p = subprocess.Popen([KEEL, "backup", src], env=self.env, stdout=subprocess.PIPE, stderr=secondary)
+        p = subprocess.Popen([KEEL, *args], env=self.env, stdout=subprocess.PIPE, stderr=secondary)
         os.close(secondary)
         seen = b""
         while True:
@@ -106,13 +119,70 @@ class CliTest(KeelTestCase):
         p.communicate()
         self.assertEqual(p.returncode, 0)
         self.assertIn(b"\r\x1b[K[", seen)  # a redrawn status line, then cleared
-        self.assertIn(b"files", seen)
-        # In a pipe (a cron job, systemd): nothing but the summary on stdout.
-        piped = self.keel("backup", src, "--force")
-        self.assertEqual(piped.stderr, b"")
-        self.assertIn(b"saved", piped.stdout)
-        piped = self.keel("check", "--read-data")
-        self.assertEqual(piped.stderr, b"")
+        return seen
+
+    def test_json_streams_status_lines_and_ends_with_the_document(self):
+        self.init()
+        # While a backup runs (stdin held open here), a status line comes every second.
+        p = subprocess.Popen([KEEL, "backup", "--stdin", "--stdin-name", "dump.sql", "--json"], env=self.env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            p.stdin.write(os.urandom(1 << 20))
+            p.stdin.flush()
+            ready, _, _ = select.select([p.stdout], [], [], 60)
+            self.assertTrue(ready, "no status line within 60 s of a backup that is still reading")
+            first = p.stdout.readline()
+            self.assertIsNone(p.poll())  # streamed while running, not printed at the end
+            rest, err = p.communicate(input=os.urandom(1 << 20), timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        self.assertEqual(p.returncode, 0, err.decode())
+        lines = json_lines(first + rest)
+        status, document = lines[:-1], lines[-1]
+        self.assertGreaterEqual(len(status), 2)  # the one read above, and the final one
+        for line in status:
+            self.assertEqual((line["type"], line["command"]), ("status", "backup"))
+            for key in ("seconds", "files", "files_total", "bytes", "bytes_total", "bytes_read", "bytes_added",
+                        "bytes_per_second", "eta_seconds"):
+                self.assertIn(key, line)
+        self.assertNotIn("type", document)
+        self.assertEqual(document["bytes"], 2 << 20)
+        self.assertEqual(status[-1]["bytes"], document["bytes"])  # the final status: all done
+        self.assertEqual(status[-1]["files"], 1)
+
+        # Each long command: status lines of its own, then the document it always printed, last.
+        src = self.path("src")
+        os.makedirs(src)
+        for i in range(5):
+            with open(os.path.join(src, f"f{i}"), "wb") as f:
+                f.write(os.urandom(100_000 + i))
+        self.keel("backup", src)
+        other = self.path("other")
+        self.keel("init", env={"KEEL_REPO": other, "KEEL_PASSWORD": "other secret"})
+        for command, args, env, key, counts in [
+                ("restore", ["restore", "latest", "--target", self.path("out")], {}, "verified", ("files",)),
+                ("drill", ["drill", "--verify-only"], {}, "rto_met", ("files",)),
+                ("check", ["check", "--read-data"], {}, "ok", ("packs",)),
+                ("copy", ["copy", "--from-repo", self.repo],
+                 {"KEEL_REPO": other, "KEEL_PASSWORD": "other secret", "KEEL_FROM_PASSWORD": "correct horse"},
+                 "snapshots_copied", ("snapshots",))]:
+            lines = json_lines(self.keel(*args, "--json", env=env).stdout)
+            self.assertIn(key, lines[-1], command)
+            self.assertNotIn("type", lines[-1])
+            self.assertGreaterEqual(len(lines), 2, command)
+            for line in lines[:-1]:
+                self.assertEqual((line["type"], line["command"]), ("status", command))
+                for count in counts:
+                    self.assertIn(count + "_total", line)
+            final = lines[-2]
+            if command in ("restore", "drill"):
+                self.assertEqual((final["files"], final["files_total"]), (5, 5))
+                self.assertEqual(final["bytes"], final["bytes_total"])
+                self.assertEqual(final["eta_seconds"], 0)
+        # --quiet: the document alone.
+        quiet = self.keel("restore", "latest", "--target", self.path("again"), "--json", "--quiet").stdout
+        self.assertEqual(len(json_lines(quiet)), 1)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,4 @@
 """Restore drills: keel drill against RTO/RPO objectives, its reports, and the keel drills history."""
-import json
 import os
 import random
 import re
@@ -8,7 +7,7 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
-from keelcli import KEEL, KeelTestCase
+from keelcli import KEEL, KeelTestCase, last_json
 
 OBJECTIVES_MISSED = 10
 PARTIAL = 3
@@ -97,7 +96,7 @@ class Drill(KeelTestCase):
         p = subprocess.run([KEEL, "drill", "--verify-only", "--rto", "1h", "--json"], env=env, cwd=cwd,
                            capture_output=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stderr.decode())
-        r = json.loads(p.stdout)
+        r = last_json(p.stdout)
         self.assertTrue(r["verify_only"])
         self.assertEqual(r["scratch"], "")
         self.assertEqual((r["files"], r["bytes"], r["errors"]), (self.count, self.total, 0))

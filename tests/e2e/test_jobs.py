@@ -1,5 +1,5 @@
 """Scheduled backup jobs: keel job add/list/show/run/remove, hooks, locks, history, metrics, keel scheduler."""
-import json
+import datetime
 import os
 import random
 import re
@@ -10,7 +10,7 @@ import time
 import unittest
 import urllib.request
 
-from keelcli import KEEL, KeelTestCase
+from keelcli import KEEL, KeelTestCase, json_lines, last_json, tree_state
 
 PARTIAL = 3
 LOCKED = 8
@@ -169,7 +169,7 @@ class JobRuns(JobTestCase):
         log = self.path("after.log")
         self.add("nightly", "--before", "echo dumping; exit 4", "--after", f"echo after >> {log}")
         p = self.keel("job", "run", "nightly", "--json", expect=FAILURE)
-        r = json.loads(p.stdout)
+        r = last_json(p.stdout)
         self.assertEqual(r["run"]["outcome"], "failed")
         self.assertIn("before hook exited 4", r["run"]["message"])
         self.assertIsNone(r["backup"])
@@ -208,7 +208,7 @@ class JobRuns(JobTestCase):
         self.assertEqual(run("job", "add", "nightly", "--paths", self.src, "--schedule", "@daily").returncode, 0)
         p = run("job", "run", "nightly", "--json")
         self.assertEqual(p.returncode, PARTIAL, p.stderr.decode())
-        r = json.loads(p.stdout)
+        r = last_json(p.stdout)
         self.assertEqual(r["run"]["outcome"], "partial")
         self.assertEqual(r["run"]["errors"], 1)
         self.assertEqual([os.path.basename(s["path"]) for s in r["backup"]["skipped"]], ["f1.txt"])
@@ -227,14 +227,14 @@ class JobRuns(JobTestCase):
             self.assertTrue(os.path.exists(started), "the first run never reached its hook")
             self.assertTrue(self.keel_json("job", "list")[0]["status"]["running"])
             p = self.keel("job", "run", "nightly", "--json", expect=LOCKED)
-            refused = json.loads(p.stdout)["run"]
+            refused = last_json(p.stdout)["run"]
             self.assertEqual(refused["outcome"], "refused")
             self.assertIn("still going", p.stderr.decode())
         finally:
             open(release, "w").close()
             out, err = first.communicate(timeout=120)
         self.assertEqual(first.returncode, 0, err.decode())
-        self.assertEqual(json.loads(out)["run"]["outcome"], "success")
+        self.assertEqual(last_json(out)["run"]["outcome"], "success")
         self.assertEqual(sorted(x["outcome"] for x in self.runs()), ["refused", "success"])
         self.assertEqual(len(self.snapshots()), 1)
 
@@ -370,6 +370,108 @@ class SchedulerInterruption(JobTestCase):
         # What the interrupted run uploaded is reused.
         self.assertLess(r["run"]["bytes_added"], total - stored + (1 << 20))
         self.assertEqual([x["outcome"] for x in self.runs()], ["interrupted", "success"])
+
+
+class CopyJobs(JobTestCase):
+    """A copy job: keel copy of the repository under test into a local one, on the schedule, with its own RPO."""
+
+    def setUp(self):
+        super().setUp()
+        self.offsite = self.path("offsite")
+        self.offsite_env = {"KEEL_REPO": self.offsite, "KEEL_PASSWORD": "offsite secret"}
+        self.keel("init", env=self.offsite_env)
+        self.offsite_password = self.path("offsite.pw")
+        with open(self.offsite_password, "w") as f:
+            f.write("offsite secret\n")
+
+    def add_copy(self, name="offsite", *extra, **kw):
+        return self.keel("job", "add", name, "--copy-to", self.offsite, "--copy-password-file", self.offsite_password,
+                         "--schedule", "0 4 * * *", "--timezone", "UTC", *extra, **kw)
+
+    def offsite_snapshots(self):
+        return self.keel_json("snapshots", env=self.offsite_env)
+
+    def test_copy_job_runs_keeps_the_destination_current_and_reports_its_rpo(self):
+        first = self.keel_json("backup", self.src, "--host", "web1")
+        self.keel("backup", self.src, "--host", "db1")  # not selected
+        self.assertIn("copies of", self.add_copy("offsite", "--copy-host", "web1", "--rpo", "1h").stdout.decode())
+        job = self.keel_json("job", "show", "offsite")
+        self.assertEqual(job["job"]["copy_to"], self.offsite)
+        self.assertEqual(job["job"]["copy_selection"]["hosts"], ["web1"])
+        self.assertTrue(os.path.exists(job["job"]["copy_catalog"]))
+        self.assertEqual(job["status"]["newest_copy"], "")
+        self.assertFalse(job["status"]["rpo_met"])  # nothing at the destination yet
+
+        p = self.keel("job", "run", "offsite", "--json")
+        lines = json_lines(p.stdout)
+        self.assertTrue(all(x.get("type") == "status" and x["command"] == "copy" for x in lines[:-1]), lines)
+        self.assertGreaterEqual(len(lines), 2)
+        r = lines[-1]
+        self.assertEqual(r["run"]["outcome"], "success")
+        self.assertIsNone(r["backup"])
+        self.assertEqual(r["copy"]["snapshots_copied"], 1)
+        self.assertEqual([s["source"] for s in r["copy"]["snapshots"]], [first["snapshot"]])
+        copies = self.offsite_snapshots()
+        self.assertEqual([s["id"] for s in copies], [r["run"]["snapshot"]])
+        self.assertEqual(copies[0]["host"], "web1")
+        out = self.path("out")
+        self.keel("restore", copies[0]["id"], "--target", out, env=self.offsite_env)
+        self.assertEqual(tree_state(out + self.src, with_times=False), tree_state(self.src, with_times=False))
+
+        status = self.keel_json("job", "show", "offsite")["status"]
+        self.assertTrue(status["rpo_met"])
+        self.assertEqual(status["newest_copy"], copies[0]["time"])
+        self.assertLess(status["rpo_age_seconds"], 600)
+        self.assertRegex(self.keel("job", "show", "offsite").stdout.decode(), r"RPO\s+met: newest copy .* old")
+
+        # A new backup: the next run copies it alone, and the metrics say when the newest copy was taken.
+        with open(os.path.join(self.src, "f0.txt"), "a") as f:
+            f.write("changed\n")
+        second = self.keel_json("backup", self.src, "--host", "web1")
+        self.make_due("offsite")
+        metrics = self.path("keel.prom")
+        log = self.keel("scheduler", "--once", "--metrics-file", metrics).stderr.decode()
+        self.assertRegex(log, r"job offsite: success after .*RPO met: newest copy")
+        self.assertEqual(len(self.offsite_snapshots()), 2)
+        r = self.keel_json("job", "show", "offsite", "--runs", "1")["runs"][0]
+        self.assertIn("copied 1 snapshots", r["message"])
+        with open(metrics) as f:
+            samples = parse_metrics(f.read())
+        job = '{job="offsite"}'
+        second_time = self.offsite_snapshots()[-1]["time"]
+        self.assertEqual(second_time, self.keel_json("snapshots")[-1]["time"])
+        self.assertAlmostEqual(samples["keel_job_copy_newest_snapshot_timestamp_seconds" + job],
+                               iso_seconds(second_time), delta=0.002)
+        self.assertEqual(samples["keel_job_rpo_met" + job], 1)
+        self.assertEqual(samples['keel_job_last_run_outcome{job="offsite",outcome="success"}'], 1)
+        self.assertNotIn('keel_job_copy_newest_snapshot_timestamp_seconds{job="nightly"}', samples)
+        self.assertEqual(second["snapshot"], self.keel_json("snapshots")[-1]["id"])
+
+    def test_copy_job_options_are_checked(self):
+        def refused(*args):
+            return self.keel("job", "add", "x", "--schedule", "@daily", *args, expect=USAGE).stderr.decode()
+        self.assertIn("--paths is for backup jobs", refused("--copy-to", self.offsite, "--paths", self.src))
+        self.assertIn("--keep-daily is for backup jobs", refused("--copy-to", self.offsite, "--keep-daily", "3"))
+        self.assertIn("go with --copy-to", refused("--paths", self.src, "--copy-host", "web1"))
+        self.assertIn("own repository", refused("--copy-to", self.repo))
+        self.assertIn("KEEL_COPY_PASSWORD", refused("--copy-to", self.offsite))  # no password for it
+        self.assertIn("password", self.keel("job", "add", "x", "--schedule", "@daily", "--copy-to", self.offsite,
+                                            env={"KEEL_COPY_PASSWORD": "wrong"}, expect=5).stderr.decode())
+        self.assertEqual(self.keel_json("job", "list"), [])
+
+    def test_wrong_destination_password_fails_the_run(self):
+        self.keel("backup", self.src)
+        self.add_copy()
+        with open(self.offsite_password, "w") as f:
+            f.write("changed since\n")
+        r = self.keel_json("job", "run", "offsite", expect=5)
+        self.assertEqual(r["run"]["outcome"], "failed")
+        self.assertEqual(self.offsite_snapshots(), [])
+
+
+def iso_seconds(text):
+    """Unix seconds of an ISO 8601 UTC time as --json writes it."""
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def parse_metrics(text):

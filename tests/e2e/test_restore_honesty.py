@@ -1,14 +1,13 @@
 """Restores that never lie (issue 16): a file is in place only once verified, failures are
 counted and exit non-zero, a killed restore leaves nothing that passes for a restored file,
 and a lost tree fails only what lies below it."""
-import json
 import os
 import signal
 import subprocess
 import time
 import unittest
 
-from keelcli import KEEL, ON_S3, KeelTestCase, tree_state
+from keelcli import KEEL, ON_S3, KeelTestCase, last_json, tree_state
 
 PARTIAL = ".keel-partial-"
 
@@ -198,7 +197,7 @@ class LostTrees(KeelTestCase):
         # A host without the trees cached: a fresh catalog, indexed from the packs left.
         fresh = {"XDG_DATA_HOME": self.path("fresh-state")}
         p = self.keel("restore", "latest", "--target", self.path("out"), "--json", expect=6, env=fresh)
-        report = json.loads(p.stdout)
+        report = last_json(p.stdout)
         restored = self.path("out") + src
         failed = [os.path.relpath(f["path"], restored) for f in report["failures"]]
         self.assertEqual(failed, ["kept"])
@@ -242,7 +241,7 @@ class UnwritableTarget(KeelTestCase):
             os.chmod(d, 0o777)
         p = run("restore", "latest", "--target", target, "--json")
         self.assertEqual(p.returncode, 3, p.stderr.decode())
-        report = json.loads(p.stdout)
+        report = last_json(p.stdout)
         self.assertEqual(report["files_failed"], 1)
         self.assertEqual(report["files_verified"], 0)
         self.assertFalse(report["verified"])

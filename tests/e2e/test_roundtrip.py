@@ -1,11 +1,10 @@
 """Back up and restore trees with every kind of file; content and metadata must match."""
-import json
 import os
 import random
 import subprocess
 import unittest
 
-from keelcli import KeelTestCase, tree_state
+from keelcli import KeelTestCase, last_json, tree_state
 
 
 def make_tree(root):
@@ -163,7 +162,7 @@ class UnreadableFiles(KeelTestCase):
         self.assertEqual(run("init").returncode, 0)
         p = run("backup", src, "--json")
         self.assertEqual(p.returncode, 3, p.stderr.decode())
-        report = json.loads(p.stdout)
+        report = last_json(p.stdout)
         skipped = sorted(os.path.basename(s["path"]) for s in report["skipped"])
         self.assertEqual(skipped, ["locked-dir", "locked.txt"])
         self.assertIn("locked.txt", p.stderr.decode())

@@ -5,12 +5,11 @@ same time, so the repository holds it twice; A's prune then deletes one copy.
 B's catalog, which indexed the deleted copy, must still restore its snapshot,
 and each host must list the other's snapshots without a full rebuild.
 """
-import json
 import os
 import subprocess
 import unittest
 
-from keelcli import KEEL, KeelTestCase
+from keelcli import KEEL, KeelTestCase, last_json
 
 
 class TwoHosts(KeelTestCase):
@@ -29,7 +28,7 @@ class TwoHosts(KeelTestCase):
         for name, p in procs.items():
             out, err = p.communicate(timeout=600)
             self.assertEqual(p.returncode, 0, err.decode(errors="replace"))
-            ids[name] = json.loads(out)["snapshot"]
+            ids[name] = last_json(out)["snapshot"]
         return ids
 
     def test_prune_on_one_host_leaves_the_other_able_to_restore(self):

@@ -55,7 +55,7 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
             with open(os.path.join(source, "changing"), "w") as f:
                 f.write(f"version {run}\n" * 1000)
             p = self.keel("--json", "backup", "--append-only", source)
-            snapshot = json.loads(p.stdout)["snapshot"]
+            snapshot = json.loads(p.stdout.splitlines()[-1])["snapshot"]  # after the status lines
             frozen = os.path.join(self.tmp, f"frozen-{run}")
             shutil.copytree(source, frozen)
             snapshots.append((snapshot, frozen))

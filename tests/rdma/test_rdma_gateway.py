@@ -58,7 +58,7 @@ class RdmaGateway(unittest.TestCase):
         return p
 
     def keel_json(self, repo, *args, **kw):
-        return json.loads(self.keel(repo, "--json", *args, **kw).stdout)
+        return json.loads(self.keel(repo, "--json", *args, **kw).stdout.splitlines()[-1])  # after the status lines
 
     def round_trip(self, repo, tree, **kw):
         """init, backup, restore; the backup's and the restore's transfer stats."""
@@ -149,7 +149,7 @@ class RdmaGateway(unittest.TestCase):
         self.gateway.crash_and_restart()
         out, err = backup.communicate(timeout=300)
         self.assertEqual(backup.returncode, 0, f"the backup did not survive the crash: {err}")
-        sent = json.loads(out)["transfer"]
+        sent = json.loads(out.splitlines()[-1])["transfer"]
         # The old session is gone: a new one, or HTTP for what the old one could not carry.
         self.assertGreater(sent["rdma_reconnects"] + sent["rdma_fallbacks"], 0, sent)
         self.keel("killed", "check")

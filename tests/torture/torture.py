@@ -303,7 +303,7 @@ class Torture:
                 self.fail(rnd, "restore-lie", f"restore of {owner.name}'s snapshot {sid} from {who}'s catalog exited 0 "
                           f"but {len(diff)} files differ from the source, e.g. {diff[:5]}", lost=(who == "fresh"))
                 return False
-            report = json.loads(out)
+            report = document(out)
             total = sum(s for s, _ in manifest.values())
             if report.get("files") != len(manifest) or report.get("bytes") != total:
                 self.fail(rnd, "metadata", f"restore of {sid} from {who}'s catalog reports files={report.get('files')} "
@@ -462,7 +462,7 @@ class Host:
             self.t.fail(rnd, "backup", f"{self.name}: backup exited {rc}: {err.strip()[-800:]}")
             self.pending.append((manifest, rnd))
             return
-        sid = json.loads(out)["snapshot"]
+        sid = document(out)["snapshot"]
         self.recorded[sid] = (manifest, rnd, False)
 
     def op_forget(self, rnd, rng):
@@ -476,7 +476,7 @@ class Host:
             if not killed:
                 self.t.fail(rnd, "forget", f"{self.name}: forget exited {rc}: {err.strip()[-800:]}")
             return
-        removed = removed_ids(json.loads(out))
+        removed = removed_ids(document(out))
         self.maybe_forgotten |= removed
 
     def op_prune(self, rnd, rng):
@@ -546,11 +546,17 @@ class Host:
                         f"{problems[-6:]}")
 
 
+def document(out):
+    """The document of a keel --json command: its last line (long commands stream status lines before it)."""
+    lines = out.splitlines()
+    return json.loads(lines[-1] if lines else out)
+
+
 def check_problems(rc, out, err):
     """What makes a check unclean: its exit code, the problems its --json lists, error lines on stderr."""
     problems = []
     try:
-        report = json.loads(out)
+        report = document(out)
         for p in report.get("problems", []):
             problems.append(p.get("message", str(p)) if isinstance(p, dict) else str(p))
         if report.get("ok") is not True and not problems:

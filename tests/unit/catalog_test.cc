@@ -195,7 +195,7 @@ TEST_CASE("catalog migrates a version 1 database to the latest and keeps its dat
   {
     // Version 1 is the latest without the history tables and the condemned and retain_until columns.
     Database db(path);
-    db.exec("DROP TABLE drills; DROP TABLE job_runs; ALTER TABLE packs DROP COLUMN condemned;"
+    db.exec("DROP TABLE drills; DROP TABLE job_runs; DROP TABLE unlogged_packs; ALTER TABLE packs DROP COLUMN condemned;"
             " ALTER TABLE packs DROP COLUMN retain_until; PRAGMA user_version = 1");
   }
   auto cat = Catalog::open(path);

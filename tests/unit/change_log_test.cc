@@ -18,6 +18,7 @@
 #include "engine/forget.h"
 #include "engine/pack.h"
 #include "engine/prune.h"
+#include "targets/fault_injecting_target.h"
 #include "targets/memory/memory_target.h"
 #include "targets/metered_target.h"
 #include "tests/unit/test_support.h"
@@ -180,6 +181,32 @@ TEST_CASE("forget and prune on one host reach the other's catalog through the lo
   CHECK(snapshot_ids(*h.b) == std::set<Id>{kept.id});
   CHECK(pack_ids(*h.b) == pack_ids(*h.a));
   CHECK(h.b->catalog().blob_count() == h.a->catalog().blob_count());
+}
+
+TEST_CASE("a backup logs the packs a killed run of its host left, so other hosts follow without a full sync",
+          "[changelog]") {
+  Hosts h;
+  // Host a's runs; the first dies after its packs are stored, before its snapshot (as under kill -9).
+  auto injector = std::make_shared<targets::FaultInjector>();
+  auto a = Repository::open(targets::make_fault_injecting_target(h.metered(), injector),
+                            {"secret", std::string(kInMemoryCatalog)});
+  injector->set_rules({{.when = {.op = targets::TargetOp::kPut, .prefix = "snapshots/"},
+                        .persistence = Persistence::kPermanent}},
+                      1);
+  REQUIRE_THROWS(h.backup(*a, "data", 400'000, 3));
+  const std::set<Id> left = pack_ids(*a);
+  REQUIRE(left.size() >= 4);
+  h.b->follow_log();
+  REQUIRE(pack_ids(*h.b).empty());  // nothing logged them
+
+  injector->set_rules({}, 1);
+  catalog::SnapshotRecord snap = h.backup(*a, "data", 400'000, 3);
+  CHECK(snap.stats.chunks_added == 0);  // every chunk reused from the killed run's packs
+  Requests cost = Hosts::cost(*h.b, [&] { h.b->follow_log(); });
+  CHECK(cost.list <= 2);  // log/, and condemned/ as packs were added: no full sync
+  CHECK(pack_ids(*h.b) == pack_ids(*a));
+  CHECK(h.b->catalog().blob_count() == a->catalog().blob_count());
+  CHECK(a->catalog().unlogged_packs().empty());
 }
 
 TEST_CASE("a catalog that missed compacted entries syncs in full", "[changelog]") {

@@ -129,10 +129,17 @@ TEST_CASE("job store: a store from before jobs had --rdma opens with HTTP for it
   Job job = full_job();
   JobStore(path).add(job);
   {
-    // Schema version 1: the same table without the rdma and append_only columns.
+    // Schema version 1: the same table without the rdma, append_only and copy columns.
     catalog::Database db(path);
     db.exec("ALTER TABLE jobs DROP COLUMN rdma");
     db.exec("ALTER TABLE jobs DROP COLUMN append_only");
+    db.exec("ALTER TABLE jobs DROP COLUMN copy_to");
+    db.exec("ALTER TABLE jobs DROP COLUMN copy_password_file");
+    db.exec("ALTER TABLE jobs DROP COLUMN copy_catalog");
+    db.exec("ALTER TABLE jobs DROP COLUMN copy_hosts");
+    db.exec("ALTER TABLE jobs DROP COLUMN copy_tags");
+    db.exec("ALTER TABLE jobs DROP COLUMN copy_paths");
+    db.exec("ALTER TABLE jobs DROP COLUMN copy_newer_than_seconds");
     db.exec("PRAGMA user_version = 1");
   }
   JobStore store(path);
@@ -140,7 +147,7 @@ TEST_CASE("job store: a store from before jobs had --rdma opens with HTTP for it
   job.append_only = false;  // jobs from before --append-only delete as they always did
   check_same(store.get(job.name), job);
   catalog::Database db(path);
-  CHECK(catalog::schema_version(db) == 3);
+  CHECK(catalog::schema_version(db) == 4);
 }
 
 TEST_CASE("job store keeps every field of a job and refuses duplicates", "[jobs]") {
