@@ -3,7 +3,7 @@ import json
 import os
 import unittest
 
-from keelcli import KeelTestCase, tree_state
+from keelcli import KeelTestCase, last_json, tree_state
 
 FULL = "correct horse"
 PUT = "put only battery staple"
@@ -30,7 +30,7 @@ class PutOnlyTest(KeelTestCase):
         return self.keel(*args, expect=expect, env=self.put_env)
 
     def put_json(self, *args, expect=0):
-        return json.loads(self.put(*args, "--json", expect=expect).stdout)
+        return last_json(self.put(*args, "--json", expect=expect).stdout)
 
     def test_writes_but_cannot_read(self):
         src = self.path("src")
@@ -76,7 +76,7 @@ class PutOnlyTest(KeelTestCase):
         listed = json.loads(self.keel("snapshots", "--json", env=fresh).stdout)
         self.assertEqual(len(listed), 2)
         self.assertNotIn("paths", listed[0])
-        third = json.loads(self.keel("backup", src, "--json", env=fresh).stdout)
+        third = last_json(self.keel("backup", src, "--json", env=fresh).stdout)
         self.assertLess(third["bytes_added"], 64 * 1024)
 
         # No file name reaches the target in the clear.

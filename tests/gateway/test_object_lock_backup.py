@@ -73,7 +73,7 @@ class ObjectLockBackup(KeelRepositoryTest, unittest.TestCase):
             p = self.keel("--json", "backup", "--append-only", source)
             frozen = os.path.join(self.tmp, f"frozen-{run}")
             shutil.copytree(source, frozen)
-            snapshots.append((json.loads(p.stdout)["snapshot"], frozen))
+            snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))  # status lines come first
 
         # Every object keel wrote but its leases is locked a period and a margin ahead.
         now = datetime.datetime.now(datetime.timezone.utc)

@@ -157,7 +157,7 @@ class RdmaGateway(unittest.TestCase):
         again = self.keel_json("killed", "backup", tree)["transfer"]
         self.assertEqual(again["rdma_fallbacks"], 0)
         out_dir = os.path.join(self.tmp, "killed-restored")
-        restored = self.keel_json("killed", "restore", json.loads(out)["snapshot"], "--target", out_dir)
+        restored = self.keel_json("killed", "restore", json.loads(out.splitlines()[-1])["snapshot"], "--target", out_dir)
         self.assertEqual(restored["transfer"]["rdma_fallbacks"], 0)
         self.assertTrue(same_tree(tree, os.path.join(out_dir, tree.lstrip("/"))) or same_tree(tree, out_dir))
 
