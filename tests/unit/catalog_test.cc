@@ -23,7 +23,7 @@ using namespace keel::catalog;
 
 namespace {
 
-constexpr int kLatestSchema = 6;
+constexpr int kLatestSchema = 7;
 
 using keel::test::TempDir;
 
