@@ -118,6 +118,20 @@ RepoConfig decode_config(ByteView body, const std::string& what) {
   return c;
 }
 
+// A count, then that many strings (paths, tags).
+void encode_strings(Encoder& e, const std::vector<std::string>& strings) {
+  e.varint(strings.size());
+  for (const auto& x : strings) e.str(x);
+}
+
+std::vector<std::string> decode_strings(Decoder& d, const std::string& what) {
+  uint64_t n = d.varint();
+  if (n > d.remaining()) d.fail(what + " count exceeds the record");
+  std::vector<std::string> out;
+  for (uint64_t i = 0; i < n; ++i) out.push_back(d.str());
+  return out;
+}
+
 Bytes encode_snapshot(const catalog::SnapshotRecord& s) {
   Encoder e;
   e.u8(1);
@@ -125,10 +139,8 @@ Bytes encode_snapshot(const catalog::SnapshotRecord& s) {
   e.svarint(s.time_ns);
   e.str(s.host);
   e.str(s.username);
-  e.varint(s.paths.size());
-  for (const auto& p : s.paths) e.str(p);
-  e.varint(s.tags.size());
-  for (const auto& t : s.tags) e.str(t);
+  encode_strings(e, s.paths);
+  encode_strings(e, s.tags);
   e.u8(s.parent ? 1 : 0);
   if (s.parent) e.id(*s.parent);
   e.id(s.root);
@@ -146,12 +158,8 @@ catalog::SnapshotRecord decode_snapshot(ByteView body, const std::string& what) 
   s.time_ns = d.svarint();
   s.host = d.str();
   s.username = d.str();
-  uint64_t n = d.varint();
-  if (n > d.remaining()) d.fail("path count exceeds the record");
-  for (uint64_t i = 0; i < n; ++i) s.paths.push_back(d.str());
-  n = d.varint();
-  if (n > d.remaining()) d.fail("tag count exceeds the record");
-  for (uint64_t i = 0; i < n; ++i) s.tags.push_back(d.str());
+  s.paths = decode_strings(d, "path");
+  s.tags = decode_strings(d, "tag");
   if (d.u8()) s.parent = d.id();
   s.root = d.id();
   catalog::SnapshotStats& st = s.stats;
@@ -172,8 +180,7 @@ Bytes encode_snapshot_header(const catalog::SnapshotRecord& s) {
   e.id(s.id);
   e.svarint(s.time_ns);
   e.str(s.host);
-  e.varint(s.tags.size());
-  for (const auto& t : s.tags) e.str(t);
+  encode_strings(e, s.tags);
   e.u8(s.parent ? 1 : 0);
   if (s.parent) e.id(*s.parent);
   return e.take();
@@ -186,9 +193,7 @@ catalog::SnapshotRecord decode_snapshot_header(ByteView body, const std::string&
   s.id = d.id();
   s.time_ns = d.svarint();
   s.host = d.str();
-  uint64_t n = d.varint();
-  if (n > d.remaining()) d.fail("tag count exceeds the header");
-  for (uint64_t i = 0; i < n; ++i) s.tags.push_back(d.str());
+  s.tags = decode_strings(d, "tag");
   if (d.u8()) s.parent = d.id();
   d.expect_done();
   return s;
