@@ -142,6 +142,8 @@ measure() {
 }
 
 fact() { echo "{\"tool\": \"$1\", \"rep\": $2, \"key\": \"$3\", \"value\": $4}" >>"$facts"; }
+# KEY of the JSON document that ends LOG (status lines come before it).
+json_field() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
 
 # --- the history ------------------------------------------------------------
 echo "tools: $tools; dataset ${size_gib} GiB, $snapshots snapshots (mutate --fraction $fraction), keep-last $keep_last;" \
@@ -173,8 +175,7 @@ if [[ " ${selected[*]} " == *" keel "* ]]; then
     measure "$rep" baseline-empty keel keel-empty -- prune --grace 0
     copy_state keel-one keel-one-r$rep
     measure "$rep" baseline-one keel "keel-one-r$rep" -- prune --grace 0 --repack-threshold 100% --json
-    fact keel "$rep" blobs_one "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["blobs"])' \
-      "$out_dir/logs/prune-$rep-keel-baseline-one.log")"
+    fact keel "$rep" blobs_one "$(json_field "$out_dir/logs/prune-$rep-keel-baseline-one.log" blobs)"
   done
 fi
 
@@ -191,7 +192,7 @@ for ((rep = 1; rep <= repeat; rep++)); do
         measure "$rep" prune keel "$state" -- prune --grace 0 --json
         log="$out_dir/logs/prune-$rep-keel-prune.log"
         for key in blobs mark_memory_bytes bytes_deleted packs_deleted packs_repacked; do
-          fact keel "$rep" "$key" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$log" "$key")"
+          fact keel "$rep" "$key" "$(json_field "$log" "$key")"
         done
         ;;
       restic)

@@ -90,7 +90,7 @@ for ((step = 1; step <= steps; step++)); do
     die "prune of step $step failed (log: $log)"
   python3 - "$log" "$records" <<'EOF'
 import json, sys
-result = json.load(open(sys.argv[1]))
+result = json.loads(open(sys.argv[1]).read().splitlines()[-1])  # the document follows the status lines
 lines = open(sys.argv[2]).read().splitlines()
 record = json.loads(lines[-1])
 record.update(blobs=result["blobs"], mark_memory_bytes=result["mark_memory_bytes"], prune_s=result["seconds"])

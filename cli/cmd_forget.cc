@@ -80,6 +80,8 @@ int cmd_forget(App& app, const Args& args) {
   engine::GroupBy grouping = parse_group_by(group_by);
   engine::plan_forget({}, selection, policy, grouping);  // refuses an empty policy before asking for a password
   engine::PruneOptions prune_options_parsed = prune_options(prune_flags, dry_run);
+  engine::PruneProgress progress;
+  prune_options_parsed.progress = &progress;
 
   auto repo = app.open_repository("keel forget");
   std::vector<engine::ForgetDecision> decisions = engine::forget(*repo, selection, policy, grouping, dry_run);
@@ -87,7 +89,7 @@ int cmd_forget(App& app, const Args& args) {
   for (const auto& d : decisions) kept += d.keep;
   std::optional<engine::PruneResult> pruned;
   if (and_prune) {
-    ProgressLine line(app.progress_enabled(), [](double t) { return "[" + human_duration(t) + "] pruning"; });
+    Progress shown(app, "prune", [&] { return prune_status(progress); });
     pruned = engine::prune(*repo, prune_options_parsed);
   }
 

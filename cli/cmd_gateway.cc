@@ -37,10 +37,12 @@ int gateway_gc(App& app, const Args& args) {
   if (!app.parse(args, opts, {}, vm)) return 0;
   require_config(config_path);
   const gateway::GatewayConfig config = gateway::GatewayConfig::load(config_path);
-  const engine::PruneOptions options = prune_options(flags, dry_run);
+  engine::PruneOptions options = prune_options(flags, dry_run);
+  engine::PruneProgress progress;
+  options.progress = &progress;
   std::vector<gateway::RepositoryCollection> results;
   {
-    ProgressLine line(app.progress_enabled(), [](double t) { return "[" + human_duration(t) + "] collecting"; });
+    Progress shown(app, "gateway gc", [&] { return prune_status(progress); });
     results = gateway::collect_garbage(config, options);
   }
   if (app.global.json) {

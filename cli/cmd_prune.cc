@@ -19,10 +19,12 @@ int cmd_prune(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   engine::PruneOptions options = prune_options(flags, dry_run);
+  engine::PruneProgress progress;
+  options.progress = &progress;
   auto repo = app.open_repository("keel prune");
   engine::PruneResult result;
   {
-    ProgressLine line(app.progress_enabled(), [](double t) { return "[" + human_duration(t) + "] pruning"; });
+    Progress shown(app, "prune", [&] { return prune_status(progress); });
     result = engine::prune(*repo, options);
   }
   if (app.global.json) {

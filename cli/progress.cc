@@ -42,6 +42,7 @@ std::optional<double> ProgressStatus::eta_seconds(double elapsed_s) const {
 
 std::string progress_text(const ProgressStatus& status, double elapsed_s) {
   std::string s = "[" + human_duration(elapsed_s) + "]";
+  if (!status.phase.empty()) s += " " + status.phase + ":";
   const char* sep = " ";
   auto add = [&](const std::string& part) {
     s += sep + part;
@@ -64,6 +65,7 @@ std::string progress_text(const ProgressStatus& status, double elapsed_s) {
 std::string progress_json(const std::string& command, const ProgressStatus& status, double elapsed_s) {
   Json j;
   j.begin_object().field("type", "status").field("command", command).field("seconds", elapsed_s);
+  if (!status.phase.empty()) j.field("phase", status.phase);
   for (const auto& c : status.counts) j.field(c.name, c.done).field(c.name + "_total", c.total);
   if (status.bytes) j.field("bytes", *status.bytes).field("bytes_total", status.bytes_total);
   for (const auto& size : status.sizes) j.field(size.key, size.bytes);

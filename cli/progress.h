@@ -28,6 +28,7 @@ struct ProgressStatus {
     std::string label;  // on the line: "1.2 GiB read"
     uint64_t bytes = 0;
   };
+  std::string phase;  // where a command in steps is ("mark"); empty: no "phase" key
   std::vector<Count> counts;
   // The bytes the rate and the ETA are about; absent for a command that
   // counts no bytes as it goes (then the ETA follows the first count with a total).

@@ -51,6 +51,17 @@ engine::PruneOptions prune_options(const PruneFlags& flags, bool dry_run) {
   return options;
 }
 
+ProgressStatus prune_status(const engine::PruneProgress& progress) {
+  ProgressStatus s;
+  s.phase = engine::prune_phase_name(progress.phase.load());
+  s.counts.push_back({"snapshots", progress.snapshots_marked.load(), progress.snapshots_total.load()});
+  s.counts.push_back({"packs", progress.packs_settled.load(), progress.packs_to_settle.load()});
+  s.bytes = progress.bytes_repacked.load();
+  s.bytes_total = progress.bytes_to_repack.load();
+  s.bytes_label = "repacked";
+  return s;
+}
+
 void print_prune(const App& app, const engine::PruneResult& r) {
   for (const std::string& w : r.warnings) app.warn("keel: warning: " + w);
   const char* would = r.dry_run ? "would " : "";

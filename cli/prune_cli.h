@@ -6,6 +6,7 @@
 
 #include "cli/app.h"
 #include "cli/json.h"
+#include "cli/progress.h"
 #include "engine/prune.h"
 
 namespace keel::cli {
@@ -24,5 +25,9 @@ engine::PruneOptions prune_options(const PruneFlags& flags, bool dry_run);
 void print_prune(const App& app, const engine::PruneResult& result);
 // The result as one JSON object.
 void prune_json(Json& j, const engine::PruneResult& result);
+
+// A running prune's progress line and status lines: its phase, snapshots
+// marked, bytes repacked and condemned packs settled.
+ProgressStatus prune_status(const engine::PruneProgress& progress);
 
 }  // namespace keel::cli

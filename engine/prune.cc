@@ -49,8 +49,13 @@ double live_share(uint64_t live_bytes, uint64_t size) {
 
 class PruneRun {
  public:
-  PruneRun(Repository& repo, const PruneOptions& options) : repo_(repo), options_(options) {
+  PruneRun(Repository& repo, const PruneOptions& options)
+      : repo_(repo), options_(options), progress_(options.progress ? *options.progress : unobserved_) {
     result_.dry_run = options.dry_run;
+    progress_.phase = PrunePhase::kMark;
+    progress_.snapshots_marked = progress_.snapshots_total = 0;
+    progress_.bytes_repacked = progress_.bytes_to_repack = 0;
+    progress_.packs_settled = progress_.packs_to_settle = 0;
   }
 
   PruneResult run() {
@@ -88,10 +93,12 @@ class PruneRun {
     packs_ = repo_.catalog().list_packs();
     std::vector<catalog::SnapshotRecord> snapshots = repo_.catalog().list_snapshots();
     live_ = std::make_unique<LiveBlobs>(repo_.catalog(), packs_);
+    progress_.snapshots_total = snapshots.size();
     for (const catalog::SnapshotRecord& s : snapshots) {
       check_cancel();
       live_->mark(repo_, s);
       marked_snapshots_.insert(s.id);
+      ++progress_.snapshots_marked;
     }
     mark_extra_roots();
     result_.snapshots = snapshots.size();
@@ -162,6 +169,7 @@ class PruneRun {
       if (packs_[i].size > budget) continue;
       budget -= packs_[i].size;
       repacked_.push_back(i);
+      progress_.bytes_to_repack += use[i].live_bytes;
       decide(packs_[i], PackAction::kRepack, use[i].live_bytes);
       ++result_.packs_repacked;
     }
@@ -215,6 +223,7 @@ class PruneRun {
   // left where it is; its pack then stays in use when settled.
   void repack() {
     if (repacked_.empty()) return;
+    progress_.phase = PrunePhase::kRepack;
     PackOutput output(repo_.content(), repo_.config().pack_size, kRepackPart, kRepackPartsInFlight);
     ContentWriter& writer = output.writer();
     ReadOptions read_options{.readers = kRepackReaders, .memory_budget = kRepackReaders * kRepackRead,
@@ -232,6 +241,7 @@ class PruneRun {
       }
       result_.bytes_repacked +=
           copy_sealed(repo_.content(), blobs, kRepackGap, kRepackRead, read_options, writer, not_repacked).stored_bytes;
+      progress_.bytes_repacked = result_.bytes_repacked;
     }
     writer.flush();
     ChangeLogEntry logged;
@@ -248,6 +258,7 @@ class PruneRun {
   void settle() {
     if (lock_) lock_->check_held();
     check_cancel();
+    progress_.phase = PrunePhase::kSettle;
     running_ = running_leases();
     result_.running_backups = running_.size();
     std::set<Id> running_ids;
@@ -266,6 +277,7 @@ class PruneRun {
     std::map<Id, catalog::PackRecord> packs;
     for (catalog::PackRecord& p : repo_.catalog().list_packs()) packs.emplace(p.id, std::move(p));
     int64_t now = options_.clock();
+    for (const Condemnation& record : records) progress_.packs_to_settle += record.packs.size();
     ChangeLogEntry logged;
     for (Condemnation& record : records) {
       check_cancel();
@@ -275,6 +287,7 @@ class PruneRun {
                                      [&](const Id& id) { return running_ids.count(id) != 0; });
       std::vector<Id> remaining;
       for (const Id& id : record.packs) {
+        ++progress_.packs_settled;
         auto it = packs.find(id);
         if (it == packs.end()) {  // deleted already (by a run that stopped before updating the record)
           changed = true;
@@ -402,6 +415,8 @@ class PruneRun {
 
   Repository& repo_;
   const PruneOptions& options_;
+  PruneProgress unobserved_;  // where progress goes when nobody asked for it
+  PruneProgress& progress_;
   PruneResult result_;
   std::unique_ptr<Lease> lock_;
   std::vector<catalog::PackRecord> packs_;  // as marked; indexes below refer to it
@@ -414,6 +429,15 @@ class PruneRun {
 };
 
 }  // namespace
+
+const char* prune_phase_name(PrunePhase phase) {
+  switch (phase) {
+    case PrunePhase::kMark: return "mark";
+    case PrunePhase::kRepack: return "repack";
+    case PrunePhase::kSettle: return "settle";
+  }
+  return "?";
+}
 
 const char* pack_action_name(PackAction action) {
   switch (action) {

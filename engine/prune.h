@@ -32,6 +32,18 @@
 
 namespace keel::engine {
 
+// Where a running prune is, for progress displays; written by the prune,
+// read from any thread.
+enum class PrunePhase { kMark, kRepack, kSettle };
+const char* prune_phase_name(PrunePhase phase);  // "mark", "repack", "settle"
+
+struct PruneProgress {
+  std::atomic<PrunePhase> phase{PrunePhase::kMark};
+  std::atomic<uint64_t> snapshots_marked{0}, snapshots_total{0};
+  std::atomic<uint64_t> bytes_repacked{0}, bytes_to_repack{0};  // live bytes of the packs to repack
+  std::atomic<uint64_t> packs_settled{0}, packs_to_settle{0};   // condemned packs judged (deleted, waiting...)
+};
+
 // Calls `mark` for every chunk in use outside snapshots.
 using ChunkRoots = std::function<void(const std::function<void(const Id& chunk)>& mark)>;
 
@@ -45,6 +57,7 @@ struct PruneOptions {
   // a catalog that has not synced since then syncs in full once.
   std::chrono::seconds log_retention{24 * 3600};
   const std::atomic<bool>* cancel = nullptr;
+  PruneProgress* progress = nullptr;  // updated as the run goes, when given
   // Chunks that something other than snapshots still needs (the gateway's
   // objects in dedupe buckets): live like a snapshot's. Asked when marking
   // and again before deleting, so chunks referenced meanwhile stay.

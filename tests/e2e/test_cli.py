@@ -166,7 +166,8 @@ class CliTest(KeelTestCase):
                 ("check", ["check", "--read-data"], {}, "ok", ("packs",)),
                 ("copy", ["copy", "--from-repo", self.repo],
                  {"KEEL_REPO": other, "KEEL_PASSWORD": "other secret", "KEEL_FROM_PASSWORD": "correct horse"},
-                 "snapshots_copied", ("snapshots",))]:
+                 "snapshots_copied", ("snapshots",)),
+                ("prune", ["prune", "--grace", "0"], {}, "packs_deleted", ("snapshots", "packs"))]:
             lines = json_lines(self.keel(*args, "--json", env=env).stdout)
             self.assertIn(key, lines[-1], command)
             self.assertNotIn("type", lines[-1])
@@ -180,6 +181,9 @@ class CliTest(KeelTestCase):
                 self.assertEqual((final["files"], final["files_total"]), (5, 5))
                 self.assertEqual(final["bytes"], final["bytes_total"])
                 self.assertEqual(final["eta_seconds"], 0)
+            if command == "prune":  # every snapshot marked, ended in the last phase
+                self.assertEqual((final["snapshots"], final["snapshots_total"]), (2, 2))  # the stdin and the tree backups
+                self.assertEqual(final["phase"], "settle")
         # --quiet: the document alone.
         quiet = self.keel("restore", "latest", "--target", self.path("again"), "--json", "--quiet").stdout
         self.assertEqual(len(json_lines(quiet)), 1)

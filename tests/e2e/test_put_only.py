@@ -137,7 +137,7 @@ class PutOnlyTest(KeelTestCase):
             os.remove(os.path.join(src, "finance", f"payroll-r-{i}.xlsx"))
         self.keel("backup", src, env=put_env)
         self.keel("forget", "--keep-last", "1", env=env)
-        result = json.loads(self.keel("prune", "--grace", "0", "--repack-threshold", "90%", "--json", env=env).stdout)
+        result = last_json(self.keel("prune", "--grace", "0", "--repack-threshold", "90%", "--json", env=env).stdout)
         self.assertGreater(result["packs_repacked"], 0)
         self.keel("check", "--read-data", env=env)
         out = self.path("out")

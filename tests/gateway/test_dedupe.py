@@ -106,7 +106,7 @@ class DedupeOnlyTest(unittest.TestCase):
             p = subprocess.run([KEEL, "gateway", "gc", "--config", GATEWAY.config, "--grace", "0", "--json"],
                                capture_output=True, timeout=300)
             self.assertEqual(p.returncode, 0, p.stderr)
-            result = json.loads(p.stdout)[0]
+            result = json.loads(p.stdout.splitlines()[-1])[0]  # after the status lines
         finally:
             GATEWAY.start()
         self.assertGreaterEqual(result["prune"]["packs_deleted"], 1)
