@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gateway/acl.h"
 #include "gateway/conditional.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
@@ -454,8 +455,8 @@ Response S3Api::list_parts(const Call& call) {
       .element("Bucket", upload.bucket)
       .element("Key", upload.key)
       .element("UploadId", upload.upload_id);
-  xml.open("Initiator").element("ID", upload.initiator).element("DisplayName", upload.initiator).close();
-  xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+  user_element(xml, "Initiator", upload.initiator);
+  user_element(xml, "Owner", bucket->record.owner);
   if (!upload.checksum_algorithm.empty()) {
     xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))
         .element("ChecksumType", upload_checksum_type(upload));
@@ -505,8 +506,8 @@ Response S3Api::list_uploads(const Call& call) {
   if (encoding.url) xml.element("EncodingType", "url");
   for (const auto& upload : uploads) {
     xml.open("Upload").element("Key", encoding.encode(upload.key)).element("UploadId", upload.upload_id);
-    xml.open("Initiator").element("ID", upload.initiator).element("DisplayName", upload.initiator).close();
-    xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+    user_element(xml, "Initiator", upload.initiator);
+    user_element(xml, "Owner", bucket->record.owner);
     xml.element("StorageClass", "STANDARD").element("Initiated", iso8601(upload.initiated_ns));
     if (!upload.checksum_algorithm.empty()) {
       xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))

@@ -75,6 +75,17 @@ TEST_CASE("acl: grant headers, documents and the stored form", "[gateway][acl]")
   CHECK(error_code([] {
           acl_from_headers(with_headers({{"x-amz-grant-read", "emailAddress=\"a@b\""}}), "a", "a", kUsers);
         }) == "InvalidArgument");
+  // S3 also takes an unquoted id; a user's name stands for its canonical id.
+  const auto unquoted = acl_from_headers(
+      with_headers({{"x-amz-grant-read", "id=" + canonical_id("bob")}, {"x-amz-grant-write", " id = carol "}}),
+      "alice", "alice", kUsers);
+  CHECK(acl_allows(unquoted.acl, "bob", Permission::kRead, false));
+  CHECK(acl_allows(unquoted.acl, "carol", Permission::kWrite, false));
+  CHECK_FALSE(acl_allows(unquoted.acl, "carol", Permission::kRead, false));
+  for (const char* malformed : {"id=", "id=\"\"", "bob", "id=\"bob"}) {
+    CHECK(error_code([&] { acl_from_headers(with_headers({{"x-amz-grant-read", malformed}}), "a", "a", kUsers); }) ==
+          "InvalidArgument");
+  }
 
   // The document round-trips through its parser; so does the stored form.
   const std::string document = acl_document(requested.acl);
