@@ -99,7 +99,12 @@ void check_write_conditions(const S3Request& request, const std::optional<Object
     if (exists) throw fail("the key '" + request.key + "' exists (If-None-Match: *)");
   }
   if (request.has_header("if-match")) {
-    if (!exists) throw S3Error("NoSuchKey", "the key '" + request.key + "' does not exist (If-Match)");
+    if (!exists) {
+      // If-Match: * asks only that the key exist (RFC 9110): 412, as S3 conformance tests expect;
+      // an ETag names an object that is not there: 404, as AWS answers.
+      if (trim_blanks(request.header("if-match")) == "*") throw fail("the key '" + request.key + "' does not exist");
+      throw S3Error("NoSuchKey", "the key '" + request.key + "' does not exist (If-Match)");
+    }
     if (!etag_matches(request.header("if-match"), current->etag)) {
       throw fail("the ETag of '" + request.key + "' is not the one in If-Match");
     }

@@ -444,9 +444,11 @@ Response S3Api::list_parts(const Call& call) {
       std::min<uint64_t>(parse_size(call.request.query_value("part-number-marker").value_or("0"), "part-number-marker"),
                          kMaxPartNumber));
   std::vector<PartRecord> parts;
+  bool owner_enforced = false;
   {
     std::lock_guard lock(mutex_);
     parts = metadata_.parts(upload.upload_id, marker, max_parts + 1);
+    owner_enforced = bucket->rules->acls_disabled();
   }
   const bool truncated = parts.size() > max_parts;
   if (truncated) parts.resize(max_parts);
@@ -456,7 +458,7 @@ Response S3Api::list_parts(const Call& call) {
       .element("Key", upload.key)
       .element("UploadId", upload.upload_id);
   user_element(xml, "Initiator", upload.initiator);
-  user_element(xml, "Owner", bucket->record.owner);
+  user_element(xml, "Owner", owner_enforced ? bucket->record.owner : upload.initiator);
   if (!upload.checksum_algorithm.empty()) {
     xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))
         .element("ChecksumType", upload_checksum_type(upload));
@@ -487,9 +489,11 @@ Response S3Api::list_uploads(const Call& call) {
   const std::string key_marker = r.query_value("key-marker").value_or("");
   const std::string id_marker = r.query_value("upload-id-marker").value_or("");
   std::vector<UploadRecord> uploads;
+  bool owner_enforced = false;
   {
     std::lock_guard lock(mutex_);
     uploads = metadata_.list_uploads(bucket->record.name, prefix, key_marker, id_marker, max_uploads + 1);
+    owner_enforced = bucket->rules->acls_disabled();
   }
   const bool truncated = uploads.size() > max_uploads;
   if (truncated) uploads.resize(max_uploads);
@@ -507,7 +511,7 @@ Response S3Api::list_uploads(const Call& call) {
   for (const auto& upload : uploads) {
     xml.open("Upload").element("Key", encoding.encode(upload.key)).element("UploadId", upload.upload_id);
     user_element(xml, "Initiator", upload.initiator);
-    user_element(xml, "Owner", bucket->record.owner);
+    user_element(xml, "Owner", owner_enforced ? bucket->record.owner : upload.initiator);
     xml.element("StorageClass", "STANDARD").element("Initiated", iso8601(upload.initiated_ns));
     if (!upload.checksum_algorithm.empty()) {
       xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))

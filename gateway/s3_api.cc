@@ -461,7 +461,10 @@ Response S3Api::list_objects(const Call& call, bool v2) {
 
   XmlWriter xml;
   xml.open("ListBucketResult", kS3Namespace);
-  xml.element("Name", bucket->record.name).element("Prefix", q.encode(q.prefix));
+  // ListObjects v1 sends Prefix as given even under encoding-type=url: botocore,
+  // which asks for url encoding on every v1 listing, decodes every other field
+  // but not Prefix (S3 conformance tests expect a "\n" prefix back as "\n").
+  xml.element("Name", bucket->record.name).element("Prefix", v2 ? q.encode(q.prefix) : q.prefix);
   if (v2) {
     if (auto token = r.query_value("continuation-token")) xml.element("ContinuationToken", *token);
     if (auto start = r.query_value("start-after")) xml.element("StartAfter", q.encode(*start));

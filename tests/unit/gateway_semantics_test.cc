@@ -171,7 +171,7 @@ TEST_CASE("copy sources and copy ranges", "[gateway][semantics]") {
 
   const ByteRange range = parse_copy_source_range("bytes=2-9", 10);
   CHECK((range.first == 2 && range.length == 8));
-  CHECK(error_code([] { parse_copy_source_range("bytes=5-10", 10); }) == "InvalidArgument");
+  CHECK(error_code([] { parse_copy_source_range("bytes=5-10", 10); }) == "InvalidRange");
   CHECK(error_code([] { parse_copy_source_range("bytes=5-", 10); }) == "InvalidArgument");
   CHECK(error_code([] { parse_copy_source_range("bytes=6-5", 10); }) == "InvalidArgument");
 }
