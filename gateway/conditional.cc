@@ -93,10 +93,14 @@ void check_write_conditions(const S3Request& request, const std::optional<Object
     return S3Error(failure, "the conditional write failed: " + what);
   };
   if (request.has_header("if-none-match")) {
-    if (std::string(trim_blanks(request.header("if-none-match"))) != "*") {
-      throw S3Error("NotImplemented", "a write takes only If-None-Match: *");
+    // "*": the key must have no current version (S3's form); ETags (RFC 9110, as
+    // RGW; AWS answers 501): its current version must have none of them.
+    const std::string none_match(trim_blanks(request.header("if-none-match")));
+    if (none_match == "*") {
+      if (exists) throw fail("the key '" + request.key + "' exists (If-None-Match: *)");
+    } else if (exists && etag_matches(none_match, current->etag)) {
+      throw fail("the ETag of '" + request.key + "' is one in If-None-Match");
     }
-    if (exists) throw fail("the key '" + request.key + "' exists (If-None-Match: *)");
   }
   if (request.has_header("if-match")) {
     if (!exists) {

@@ -3,7 +3,7 @@ case groups of an S3 conformance suite check and keel once answered
 otherwise. Owner and Initiator ids in every listing are the ids ACLs use;
 grant headers with unquoted ids; a ListObjects v1 Prefix as sent (boto3
 asks every v1 listing for url encoding and decodes the other fields);
-If-Match: * on PutObject; an UploadPartCopy range past the source's end;
+If-Match: * and If-None-Match with ETags on PutObject; an UploadPartCopy range past the source's end;
 Object Lock headers on an upload whose payload SHA-256 is signed (SDKs
 before the default checksums) and refused on one whose payload nothing
 verifies; bucket policy conditions on s3:x-amz-acl, s3:x-amz-copy-source,
@@ -130,28 +130,37 @@ class SuiteGroupsTest(unittest.TestCase):
         page = s3.list_objects(Bucket=bucket, Delimiter="/", Prefix="a ")
         self.assertEqual(([p["Prefix"] for p in page["CommonPrefixes"]], page["Prefix"]), (["a b/"], "a "))
 
-    def test_put_if_match_star(self):
+    def test_conditional_puts_with_star_and_etags(self):
         s3 = self.s3
         bucket = self.new_bucket()
         s3.put_object(Bucket=bucket, Key="k", Body=b"one")
 
-        def put_if_match(value, key):
+        def put_if(header, value, key, body=b"x"):
             def add(params, **_):
-                params["headers"]["If-Match"] = value
+                params["headers"][header] = value
             s3.meta.events.register("before-call.s3.PutObject", add)
             try:
-                return s3.put_object(Bucket=bucket, Key=key, Body=key.encode())
+                return s3.put_object(Bucket=bucket, Key=key, Body=body)
             finally:
                 s3.meta.events.unregister("before-call.s3.PutObject", add)
-        put_if_match("*", "k")
-        failure = error_of(lambda: put_if_match("*", "missing"))
-        self.assertEqual((failure["Error"]["Code"], failure["ResponseMetadata"]["HTTPStatusCode"]),
-                         ("PreconditionFailed", 412))
-        self.assertEqual(s3.get_object(Bucket=bucket, Key="k")["Body"].read(), b"k")
+
+        def refusal(fn):
+            failure = error_of(fn)
+            return failure["Error"]["Code"], failure["ResponseMetadata"]["HTTPStatusCode"]
+        # If-Match: * needs a current version; an ETag that names no object is 404, as AWS.
+        put_if("If-Match", "*", "k", b"two")
+        self.assertEqual(refusal(lambda: put_if("If-Match", "*", "missing")), ("PreconditionFailed", 412))
+        self.assertEqual(refusal(lambda: put_if("If-Match", '"0123456789abcdef0123456789abcdef"', "missing")),
+                         ("NoSuchKey", 404))
         self.assertEqual(self.code(lambda: s3.head_object(Bucket=bucket, Key="missing")), "404")
-        # An ETag that names no object: 404, as AWS.
-        self.assertEqual(error_of(lambda: put_if_match('"0123456789abcdef0123456789abcdef"', "missing"))["Error"]["Code"],
-                         "NoSuchKey")
+        # If-None-Match with ETags: refused only when the current version has one of them.
+        current = s3.head_object(Bucket=bucket, Key="k")["ETag"]
+        self.assertEqual(refusal(lambda: put_if("If-None-Match", f'"other", {current}', "k")),
+                         ("PreconditionFailed", 412))
+        put_if("If-None-Match", '"ABCORZ"', "k", b"three")
+        put_if("If-None-Match", '"ABCORZ"', "new", b"four")
+        self.assertEqual([s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in ("k", "new")],
+                         [b"three", b"four"])
 
     def test_upload_part_copy_range_past_the_end(self):
         s3 = self.s3

@@ -150,7 +150,12 @@ TEST_CASE("conditional copies and writes", "[gateway][semantics]") {
   write({{"if-none-match", "*"}}, none);
   write({{"if-none-match", "*"}}, marker);
   CHECK(error_code([&] { write({{"if-none-match", "*"}}, current); }) == "PreconditionFailed");
-  CHECK(error_code([&] { write({{"if-none-match", "\"x\""}}, none); }) == "NotImplemented");
+  write({{"if-none-match", "\"x\""}}, none);
+  write({{"if-none-match", "\"x\", \"y\""}}, current);
+  CHECK(error_code([&] { write({{"if-none-match", "\"x\", \"0123abcd\""}}, current); }) == "PreconditionFailed");
+  write({{"if-match", "*"}}, current);
+  CHECK(error_code([&] { write({{"if-match", "*"}}, none); }) == "PreconditionFailed");
+  CHECK(error_code([&] { write({{"if-match", "*"}}, marker); }) == "PreconditionFailed");
   write({{"if-match", "\"0123abcd\""}}, current);
   CHECK(error_code([&] { write({{"if-match", "\"x\""}}, current); }) == "PreconditionFailed");
   CHECK(error_code([&] { write({{"if-match", "\"0123abcd\""}}, none); }) == "NoSuchKey");
