@@ -7,6 +7,7 @@
 #include "gateway/access_rules.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
+#include "gateway/tagging.h"
 #include "gateway/xml_reader.h"
 #include "util/error.h"
 #include "util/xml.h"
@@ -167,7 +168,8 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
     if (!rules->policy) return PolicyEffect::kNone;
     const PolicyRequest question{policy_action(as), "arn:aws:s3:::" + bucket.record.name + (key.empty() ? "" : "/" + key),
                                  call.user.name, r.client_address, r.has_query("prefix"),
-                                 r.query_value("prefix").value_or("")};
+                                 r.query_value("prefix").value_or(""),
+                                 [&](const std::string& condition) { return condition_value(call, bucket, condition); }};
     const PolicyEffect effect = rules->policy->evaluate(question);
     // RestrictPublicBuckets: a public policy grants nothing to those the configuration does not name.
     if (effect == PolicyEffect::kAllow && block.restrict_public_buckets && rules->policy->is_public() &&
@@ -212,6 +214,35 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
                                     ? "anonymous requests may not do this in bucket '" + bucket.record.name + "'"
                                     : "user '" + call.user.name + "' may not do this in bucket '" +
                                           bucket.record.name + "'");
+}
+
+std::optional<std::string> S3Api::condition_value(const Call& call, const Bucket& bucket, const std::string& key) {
+  const S3Request& r = call.request;
+  const auto tag = [&key](const NameValues& tags) -> std::optional<std::string> {
+    const std::string name = key.substr(key.find('/') + 1);
+    const auto it = std::find_if(tags.begin(), tags.end(), [&](const auto& t) { return t.first == name; });
+    return it == tags.end() ? std::nullopt : std::optional(it->second);
+  };
+  if (key.starts_with("s3:requestobjecttag/")) {
+    return r.has_header("x-amz-tagging") ? tag(parse_tagging_header(r.header("x-amz-tagging"))) : std::nullopt;
+  }
+  if (key.starts_with("s3:existingobjecttag/")) {
+    std::optional<ObjectRecord> object;
+    {
+      std::lock_guard lock(mutex_);
+      object = metadata_.object(bucket.record.name, r.key, r.query_value("versionId").value_or(""));
+    }
+    return object && !object->delete_marker ? tag(object->tags) : std::nullopt;
+  }
+  const std::string header = key.substr(3);  // s3:x-amz-...
+  if (!r.has_header(header)) return std::nullopt;
+  std::string value = r.header(header);
+  if (header == "x-amz-copy-source") {
+    // As the policy names it: bucket/key, decoded, without a leading '/' or ?versionId.
+    value = percent_decode(value.substr(0, value.find('?')));
+    if (value.starts_with('/')) value.erase(0, 1);
+  }
+  return value;
 }
 
 std::optional<Acl> S3Api::requested_acl(const Call& call, Operation operation) {

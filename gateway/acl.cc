@@ -50,7 +50,8 @@ Grant owner_grant(const std::string& owner) { return {Grant::To::kUser, owner, P
 
 std::string user_by_canonical_id(std::string_view id, const std::vector<User>& users) {
   for (const auto& user : users) {
-    if (canonical_id(user.name) == id) return user.name;
+    // The user's name is taken too, for clients configured with it.
+    if (canonical_id(user.name) == id || user.name == id) return user.name;
   }
   throw S3Error("InvalidArgument", "no user has the canonical id '" + std::string(id) + "'");
 }
@@ -67,6 +68,10 @@ std::string canonical_id(std::string_view user_name) {
   Digest digest(DigestAlgorithm::kSha256);
   digest.update(as_bytes(user_name));
   return to_hex(digest.finish());
+}
+
+void user_element(XmlWriter& xml, std::string_view name, const std::string& user) {
+  xml.open(name).element("ID", canonical_id(user)).element("DisplayName", user).close();
 }
 
 Acl canned_acl(std::string_view name, const std::string& owner, const std::string& bucket_owner) {
@@ -101,15 +106,21 @@ RequestedAcl acl_from_headers(const S3Request& request, const std::string& owner
   for (const auto& p : kPermissions) {
     for (const auto& [name, value] : request.headers) {
       if (name != p.header) continue;
-      // id="...", uri="...", emailAddress="..." separated by commas.
+      // id="...", uri="...", emailAddress="..." separated by commas; S3 also
+      // takes the value unquoted (id=...).
       for (const auto item : std::views::split(std::string_view(value), ',')) {
         const std::string grantee(trim_blanks(std::string_view(item.begin(), item.end())));
         const size_t eq = grantee.find('=');
-        if (eq == std::string::npos || grantee.size() < eq + 3 || grantee[eq + 1] != '"' || grantee.back() != '"') {
+        std::string_view id_view;
+        if (eq != std::string::npos) id_view = trim_blanks(std::string_view(grantee).substr(eq + 1));
+        if (id_view.size() >= 2 && id_view.front() == '"' && id_view.back() == '"') {
+          id_view = id_view.substr(1, id_view.size() - 2);
+        }
+        if (id_view.empty() || id_view.find('"') != std::string_view::npos) {
           throw S3Error("InvalidArgument", std::string(p.header) + ": '" + grantee + "' is not id=\"...\" or uri=\"...\"");
         }
         const std::string kind(trim_blanks(std::string_view(grantee).substr(0, eq)));
-        const std::string id = grantee.substr(eq + 2, grantee.size() - eq - 3);
+        const std::string id(id_view);
         if (kind == "id") {
           explicit_acl.grants.push_back({Grant::To::kUser, user_by_canonical_id(id, users), p.permission});
         } else if (kind == "uri") {
@@ -131,7 +142,7 @@ RequestedAcl acl_from_headers(const S3Request& request, const std::string& owner
 std::string acl_document(const Acl& acl) {
   XmlWriter xml;
   xml.open("AccessControlPolicy", kXmlns);
-  xml.open("Owner").element("ID", canonical_id(acl.owner)).element("DisplayName", acl.owner).close();
+  user_element(xml, "Owner", acl.owner);
   xml.open("AccessControlList");
   for (const auto& grant : acl.grants) {
     xml.open("Grant");

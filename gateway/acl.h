@@ -11,6 +11,7 @@
 
 #include "gateway/config.h"
 #include "gateway/request.h"
+#include "util/xml.h"
 
 namespace keel::gateway {
 
@@ -32,6 +33,10 @@ struct Acl {
 
 // The 64-hex canonical id S3 clients see for a user.
 std::string canonical_id(std::string_view user_name);
+
+// Writes <name><ID>canonical id</ID><DisplayName>user</DisplayName></name>,
+// the form of every Owner and Initiator S3 sends.
+void user_element(XmlWriter& xml, std::string_view name, const std::string& user);
 
 // "private", "public-read", "public-read-write", "authenticated-read",
 // "bucket-owner-read", "bucket-owner-full-control" (the owner always has

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "gateway/acl.h"
@@ -38,6 +39,23 @@ std::vector<std::string> strings(const pt::ptree& node, const std::string& what)
 
 constexpr std::array kConditionOperators = {"IpAddress", "NotIpAddress", "StringEquals", "StringNotEquals",
                                             "StringLike", "StringNotLike"};
+
+// A condition key as compared: lower case, but for the tag key after "ObjectTag/".
+std::string condition_key(const std::string& key) {
+  const size_t slash = key.find('/');
+  return ascii_lower(key.substr(0, slash)) + (slash == std::string::npos ? "" : key.substr(slash));
+}
+
+bool string_condition_key(const std::string& key) {
+  static const std::set<std::string> kKeys = {
+      "s3:prefix",          "s3:x-amz-acl",         "s3:x-amz-copy-source",       "s3:x-amz-metadata-directive",
+      "s3:x-amz-grant-read", "s3:x-amz-grant-write", "s3:x-amz-grant-read-acp", "s3:x-amz-grant-write-acp",
+      "s3:x-amz-grant-full-control"};
+  for (const std::string_view tags : {"s3:requestobjecttag/", "s3:existingobjecttag/"}) {
+    if (key.starts_with(tags)) return key.size() > tags.size();
+  }
+  return kKeys.contains(key);
+}
 
 const std::map<Operation, std::string_view>& action_exceptions() {
   static const std::map<Operation, std::string_view> kActions = {
@@ -212,9 +230,9 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
             malformed("the condition operator '" + op + "' is not supported");
           }
           for (const auto& [key, values] : keys) {
-            Condition condition{op, ascii_lower(key), strings(values, "a condition value")};
+            Condition condition{op, condition_key(key), strings(values, "a condition value")};
             const bool ip = op.find("IpAddress") != std::string::npos;
-            if (condition.key != (ip ? "aws:sourceip" : "s3:prefix")) {
+            if (ip ? condition.key != "aws:sourceip" : !string_condition_key(condition.key)) {
               malformed("the condition key '" + key + "' is not supported with " + op);
             }
             if (ip && !std::all_of(condition.values.begin(), condition.values.end(), valid_block)) {
@@ -238,11 +256,18 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
 bool BucketPolicy::conditions_hold(const Statement& statement, const PolicyRequest& request) {
   return std::all_of(statement.conditions.begin(), statement.conditions.end(), [&](const Condition& c) {
     const bool negated = c.op.starts_with("Not") || c.op.starts_with("StringNot");
-    if (c.key == "s3:prefix" && !request.has_prefix) return negated;  // an absent key matches only negations
-    const std::string& value = c.key == "s3:prefix" ? request.prefix : request.source_ip;
+    std::optional<std::string> value;
+    if (c.key == "aws:sourceip") {
+      value = request.source_ip;
+    } else if (c.key == "s3:prefix") {
+      if (request.has_prefix) value = request.prefix;
+    } else if (request.value_of) {
+      value = request.value_of(c.key);
+    }
+    if (!value) return negated;  // an absent key matches only negations
     const bool any = std::any_of(c.values.begin(), c.values.end(), [&](const std::string& v) {
-      if (c.key == "aws:sourceip") return address_in_block(value, v);
-      return c.op.find("Like") != std::string::npos ? wildcard_match(v, value) : v == value;
+      if (c.key == "aws:sourceip") return address_in_block(*value, v);
+      return c.op.find("Like") != std::string::npos ? wildcard_match(v, *value) : v == *value;
     });
     return negated ? !any : any;
   });

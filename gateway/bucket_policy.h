@@ -3,11 +3,15 @@
 // "*"}, {"CanonicalUser": id}), Action (s3:..., with * and ? wildcards),
 // Resource (ARNs of this bucket and its objects, wildcards allowed), and
 // Condition operators IpAddress/NotIpAddress on aws:SourceIp and
-// String(Not)Equals/String(Not)Like on s3:prefix. A Deny that matches wins over
+// String(Not)Equals/String(Not)Like on s3:prefix, s3:x-amz-acl,
+// s3:x-amz-grant-*, s3:x-amz-copy-source, s3:x-amz-metadata-directive,
+// s3:RequestObjectTag/<key> and s3:ExistingObjectTag/<key>. A Deny that matches wins over
 // any Allow. Anything else is refused when the policy is put (MalformedPolicy),
 // so a policy never means less than it says.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,9 @@ struct PolicyRequest {
   std::string source_ip;  // the client's address
   bool has_prefix = false;  // ListObjects with a prefix parameter
   std::string prefix;
+  // The value of another condition key (as kept: "s3:x-amz-acl",
+  // "s3:RequestObjectTag/<key>", ...); nullopt when the request has none.
+  std::function<std::optional<std::string>(const std::string& key)> value_of;
 };
 
 enum class PolicyEffect { kNone, kAllow, kDeny };
@@ -42,7 +49,7 @@ class BucketPolicy {
  private:
   struct Condition {
     std::string op;   // IpAddress, NotIpAddress, StringEquals, StringNotEquals, StringLike, StringNotLike
-    std::string key;  // aws:sourceip or s3:prefix (lower case)
+    std::string key;  // aws:sourceip, s3:prefix, ... (lower case but for a tag key after '/')
     std::vector<std::string> values;
   };
   struct Statement {

@@ -93,13 +93,22 @@ void check_write_conditions(const S3Request& request, const std::optional<Object
     return S3Error(failure, "the conditional write failed: " + what);
   };
   if (request.has_header("if-none-match")) {
-    if (std::string(trim_blanks(request.header("if-none-match"))) != "*") {
-      throw S3Error("NotImplemented", "a write takes only If-None-Match: *");
+    // "*": the key must have no current version (S3's form); ETags (RFC 9110, as
+    // RGW; AWS answers 501): its current version must have none of them.
+    const std::string none_match(trim_blanks(request.header("if-none-match")));
+    if (none_match == "*") {
+      if (exists) throw fail("the key '" + request.key + "' exists (If-None-Match: *)");
+    } else if (exists && etag_matches(none_match, current->etag)) {
+      throw fail("the ETag of '" + request.key + "' is one in If-None-Match");
     }
-    if (exists) throw fail("the key '" + request.key + "' exists (If-None-Match: *)");
   }
   if (request.has_header("if-match")) {
-    if (!exists) throw S3Error("NoSuchKey", "the key '" + request.key + "' does not exist (If-Match)");
+    if (!exists) {
+      // If-Match: * asks only that the key exist (RFC 9110): 412, as S3 conformance tests expect;
+      // an ETag names an object that is not there: 404, as AWS answers.
+      if (trim_blanks(request.header("if-match")) == "*") throw fail("the key '" + request.key + "' does not exist");
+      throw S3Error("NoSuchKey", "the key '" + request.key + "' does not exist (If-Match)");
+    }
     if (!etag_matches(request.header("if-match"), current->etag)) {
       throw fail("the ETag of '" + request.key + "' is not the one in If-Match");
     }

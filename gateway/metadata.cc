@@ -193,15 +193,25 @@ std::vector<BucketRecord> MetadataStore::buckets() {
   return out;
 }
 
-void MetadataStore::delete_bucket(const std::string& name) {
-  StatementScope s(impl_->db.cached("DELETE FROM buckets WHERE name = ?"));
-  s->bind_text(1, name);
-  s->run();
+std::vector<std::string> MetadataStore::delete_bucket(const std::string& name) {
+  auto& db = impl_->db;
+  std::vector<std::string> files;
+  {
+    StatementScope s(db.cached("SELECT file FROM parts JOIN uploads USING(upload_id) WHERE bucket = ?"));
+    s->bind_text(1, name);
+    while (s->step()) files.push_back(s->column_text(0));
+  }
+  for (const char* sql : {"DELETE FROM uploads WHERE bucket = ?", "DELETE FROM completed_uploads WHERE bucket = ?",
+                          "DELETE FROM buckets WHERE name = ?"}) {
+    StatementScope s(db.cached(sql));
+    s->bind_text(1, name);
+    s->run();
+  }
+  return files;
 }
 
-bool MetadataStore::bucket_has_objects_or_uploads(const std::string& name) {
-  StatementScope s(impl_->db.cached("SELECT EXISTS(SELECT 1 FROM objects WHERE bucket = ?1) OR"
-                                    " EXISTS(SELECT 1 FROM uploads WHERE bucket = ?1)"));
+bool MetadataStore::bucket_has_objects(const std::string& name) {
+  StatementScope s(impl_->db.cached("SELECT EXISTS(SELECT 1 FROM objects WHERE bucket = ?1)"));
   s->bind_text(1, name);
   s->step();
   return s->column_int64(0) != 0;
@@ -427,11 +437,15 @@ std::vector<ObjectRecord> MetadataStore::list_versions(const std::string& bucket
                                                        const std::string& after_key, const std::string& after_version,
                                                        size_t limit) {
   const auto end = prefix_end(prefix);
-  // The versions of after_key older than after_version, then later keys.
+  // The versions of after_key older than after_version, then later keys. A
+  // version-id-marker that is gone (a client deleting each page it listed, as
+  // every bucket-emptying loop does) lists all of after_key's remaining
+  // versions: seeing one twice is better than skipping the rest.
   StatementScope s(impl_->db.cached(
       std::string("SELECT ") + kObjectColumns +
       " FROM objects o WHERE bucket = ?1 AND key >= ?2 AND (?3 IS NULL OR key < ?3) AND (key > ?4 OR (key = ?4 AND"
-      " object_no < (SELECT v.object_no FROM objects v WHERE v.bucket = ?1 AND v.key = ?4 AND v.version_id = ?5)))"
+      " object_no < COALESCE((SELECT v.object_no FROM objects v WHERE v.bucket = ?1 AND v.key = ?4 AND"
+      " v.version_id = ?5), CASE WHEN ?5 = '' THEN -1 ELSE 9223372036854775807 END)))"
       " ORDER BY key, object_no DESC LIMIT ?6"));
   s->bind_text(1, bucket);
   s->bind_text(2, prefix);

@@ -119,8 +119,9 @@ class MetadataStore {
   void put_bucket(const BucketRecord& bucket);  // insert, or update owner/path/configured
   std::optional<BucketRecord> bucket(const std::string& name);
   std::vector<BucketRecord> buckets();
-  void delete_bucket(const std::string& name);
-  bool bucket_has_objects_or_uploads(const std::string& name);
+  // Removes the bucket with its unfinished uploads; returns their parts' files.
+  std::vector<std::string> delete_bucket(const std::string& name);
+  bool bucket_has_objects(const std::string& name);
   void set_versioning(const std::string& bucket, const std::string& status);
   void set_default_retention(const std::string& bucket, const DefaultRetention& retention);
   void set_object_lock(const std::string& bucket);  // turns Object Lock on for good

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gateway/acl.h"
 #include "gateway/conditional.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
@@ -443,9 +444,11 @@ Response S3Api::list_parts(const Call& call) {
       std::min<uint64_t>(parse_size(call.request.query_value("part-number-marker").value_or("0"), "part-number-marker"),
                          kMaxPartNumber));
   std::vector<PartRecord> parts;
+  bool owner_enforced = false;
   {
     std::lock_guard lock(mutex_);
     parts = metadata_.parts(upload.upload_id, marker, max_parts + 1);
+    owner_enforced = bucket->rules->acls_disabled();
   }
   const bool truncated = parts.size() > max_parts;
   if (truncated) parts.resize(max_parts);
@@ -454,8 +457,8 @@ Response S3Api::list_parts(const Call& call) {
       .element("Bucket", upload.bucket)
       .element("Key", upload.key)
       .element("UploadId", upload.upload_id);
-  xml.open("Initiator").element("ID", upload.initiator).element("DisplayName", upload.initiator).close();
-  xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+  user_element(xml, "Initiator", upload.initiator);
+  user_element(xml, "Owner", owner_enforced ? bucket->record.owner : upload.initiator);
   if (!upload.checksum_algorithm.empty()) {
     xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))
         .element("ChecksumType", upload_checksum_type(upload));
@@ -486,9 +489,11 @@ Response S3Api::list_uploads(const Call& call) {
   const std::string key_marker = r.query_value("key-marker").value_or("");
   const std::string id_marker = r.query_value("upload-id-marker").value_or("");
   std::vector<UploadRecord> uploads;
+  bool owner_enforced = false;
   {
     std::lock_guard lock(mutex_);
     uploads = metadata_.list_uploads(bucket->record.name, prefix, key_marker, id_marker, max_uploads + 1);
+    owner_enforced = bucket->rules->acls_disabled();
   }
   const bool truncated = uploads.size() > max_uploads;
   if (truncated) uploads.resize(max_uploads);
@@ -505,8 +510,8 @@ Response S3Api::list_uploads(const Call& call) {
   if (encoding.url) xml.element("EncodingType", "url");
   for (const auto& upload : uploads) {
     xml.open("Upload").element("Key", encoding.encode(upload.key)).element("UploadId", upload.upload_id);
-    xml.open("Initiator").element("ID", upload.initiator).element("DisplayName", upload.initiator).close();
-    xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+    user_element(xml, "Initiator", upload.initiator);
+    user_element(xml, "Owner", owner_enforced ? bucket->record.owner : upload.initiator);
     xml.element("StorageClass", "STANDARD").element("Initiated", iso8601(upload.initiated_ns));
     if (!upload.checksum_algorithm.empty()) {
       xml.element("ChecksumAlgorithm", algorithm_name(upload.checksum_algorithm))

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "gateway/s3_error.h"
+#include "targets/s3/sigv4.h"
 
 namespace keel::gateway {
 
@@ -54,14 +55,21 @@ ObjectLock lock_for_new_version(const S3Request& request, const BucketRecord& bu
     if (!bucket.object_lock) {
       throw S3Error("InvalidRequest", "bucket '" + bucket.name + "' was not created with Object Lock enabled");
     }
-    // As AWS: a locked upload must carry an integrity check.
+    // As AWS: a locked upload must carry an integrity check. A SHA-256 of the
+    // payload (x-amz-content-sha256 in hex, or signed aws-chunked chunks),
+    // which the gateway verifies as the body streams, is one too: SDKs older
+    // than the default checksums send only that (a deliberate difference).
+    const std::string payload_hash = request.header("x-amz-content-sha256");
     const bool checked = request.has_header("content-md5") ||
+                         targets::s3::is_lower_hex_sha256(payload_hash) ||
+                         payload_hash.starts_with("STREAMING-AWS4-HMAC-SHA256-PAYLOAD") ||
                          std::any_of(request.headers.begin(), request.headers.end(),
                                      [](const auto& h) { return h.first.starts_with("x-amz-checksum-") &&
                                                                 h.first != "x-amz-checksum-algorithm"; }) ||
                          request.header("x-amz-trailer").starts_with("x-amz-checksum-");
     if (uploads_body && !checked) {
-      throw S3Error("InvalidRequest", "an upload with Object Lock headers needs Content-MD5 or an x-amz-checksum");
+      throw S3Error("InvalidRequest",
+                    "an upload with Object Lock headers needs Content-MD5, an x-amz-checksum or a SHA-256 of the payload");
     }
     const std::string mode = request.header("x-amz-object-lock-mode");
     const std::string until = request.header("x-amz-object-lock-retain-until-date");

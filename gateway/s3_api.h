@@ -113,6 +113,9 @@ class S3Api final : public RequestHandler {
   // allows it, unless the policy denies it; failing those, by the bucket's or
   // the object's ACL. Throws S3Error AccessDenied.
   void authorize(const Call& call, const Bucket& bucket, Access needed);
+  // A bucket policy condition key's value for this request (a header, a tag
+  // it sets, a tag of the object it names); nullopt when absent.
+  std::optional<std::string> condition_value(const Call& call, const Bucket& bucket, const std::string& key);
   std::shared_ptr<const BucketAccessRules> load_access_rules(const std::string& bucket);
   void store_access_setting(Bucket& bucket, const std::string& name, const std::string& value);
   Acl object_acl(const Bucket& bucket, const ObjectRecord& object);

@@ -185,7 +185,12 @@ ByteRange parse_copy_source_range(const std::string& header, uint64_t size) {
   };
   if (dash == std::string::npos) throw invalid();
   const uint64_t first = number(spec.substr(0, dash)), last = number(spec.substr(dash + 1));
-  if (last < first || last >= size) throw invalid();
+  if (last < first) throw invalid();
+  if (last >= size) {
+    // Well formed but past the source's end: S3's InvalidRange.
+    throw S3Error("InvalidRange", "x-amz-copy-source-range '" + header.substr(0, 80) +
+                                      "' goes past the end of the source object of size " + std::to_string(size));
+  }
   return {first, last - first + 1};
 }
 

@@ -1,5 +1,6 @@
 // The versioning operations of S3Api: the bucket's versioning status and the
 // listing of all versions and delete markers.
+#include "gateway/acl.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
 #include "util/xml.h"
@@ -81,7 +82,7 @@ Response S3Api::list_versions(const Call& call) {
     if (!o.delete_marker) {
       xml.element("ETag", quoted(o.etag)).element("Size", o.size).element("StorageClass", "STANDARD");
     }
-    xml.open("Owner").element("ID", bucket->record.owner).element("DisplayName", bucket->record.owner).close();
+    user_element(xml, "Owner", bucket->record.owner);
     xml.close();
   }
   for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", q.encode(p)).close();

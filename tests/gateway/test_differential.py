@@ -412,7 +412,9 @@ def normalise_listing(target, page, fields, url):
         return listing_text(target, value, is_key, url, not_aws)
 
     out = {"IsTruncated": page.get("IsTruncated"), "KeyCount": page.get("KeyCount"),
-           "MaxKeys": page.get("MaxKeys"), "Prefix": text(page.get("Prefix")),
+           "MaxKeys": page.get("MaxKeys"),
+           # keel sends a ListObjects v1 Prefix plain, as botocore expects (docs/gateway.md)
+           "Prefix": page.get("Prefix") if "NextMarker" in fields else text(page.get("Prefix")),
            "Delimiter": text(page.get("Delimiter")), "EncodingType": page.get("EncodingType"),
            "CommonPrefixes": [text(p["Prefix"], True) for p in page.get("CommonPrefixes", [])]}
     for field in fields:

@@ -229,7 +229,11 @@ class SemanticsTest(unittest.TestCase):
                              "PreconditionFailed")
         self.assertEqual(self.code(lambda: s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=upload, PartNumber=1,
                                                                CopySource=src, CopySourceRange="bytes=5-10")),
-                         "InvalidArgument")
+                         "InvalidRange")
+        for malformed in ("bytes=5-", "bytes=-1", "0-2", "bytes=6-5"):
+            self.assertEqual(self.code(lambda: s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=upload,
+                                                                   PartNumber=1, CopySource=src,
+                                                                   CopySourceRange=malformed)), "InvalidArgument")
         part = s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=upload, PartNumber=1, CopySource=src,
                                    CopySourceRange="bytes=2-9", CopySourceIfNoneMatch='"0"')
         s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload, MultipartUpload={

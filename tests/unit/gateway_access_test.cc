@@ -2,6 +2,7 @@
 // documents, evaluation with public-access-block's IgnorePublicAcls; policy
 // parsing, Allow/Deny by principal, action, resource, aws:SourceIp and
 // s3:prefix; routing of the access subresources.
+#include <map>
 #include <catch2/catch.hpp>
 
 #include "gateway/acl.h"
@@ -21,7 +22,7 @@ using keel::test::error_code;
 S3Request with_headers(NameValues headers) { return parse_request("PUT", "/bucket/key", std::move(headers), {}); }
 
 PolicyRequest ask(std::string action, std::string resource, std::string user, std::string ip = "10.1.2.3") {
-  return {std::move(action), std::move(resource), std::move(user), std::move(ip), false, ""};
+  return {std::move(action), std::move(resource), std::move(user), std::move(ip), false, "", {}};
 }
 
 }  // namespace
@@ -75,6 +76,17 @@ TEST_CASE("acl: grant headers, documents and the stored form", "[gateway][acl]")
   CHECK(error_code([] {
           acl_from_headers(with_headers({{"x-amz-grant-read", "emailAddress=\"a@b\""}}), "a", "a", kUsers);
         }) == "InvalidArgument");
+  // S3 also takes an unquoted id; a user's name stands for its canonical id.
+  const auto unquoted = acl_from_headers(
+      with_headers({{"x-amz-grant-read", "id=" + canonical_id("bob")}, {"x-amz-grant-write", " id = carol "}}),
+      "alice", "alice", kUsers);
+  CHECK(acl_allows(unquoted.acl, "bob", Permission::kRead, false));
+  CHECK(acl_allows(unquoted.acl, "carol", Permission::kWrite, false));
+  CHECK_FALSE(acl_allows(unquoted.acl, "carol", Permission::kRead, false));
+  for (const char* malformed : {"id=", "id=\"\"", "bob", "id=\"bob"}) {
+    CHECK(error_code([&] { acl_from_headers(with_headers({{"x-amz-grant-read", malformed}}), "a", "a", kUsers); }) ==
+          "InvalidArgument");
+  }
 
   // The document round-trips through its parser; so does the stored form.
   const std::string document = acl_document(requested.acl);
@@ -153,6 +165,47 @@ TEST_CASE("policy: Allow and Deny by principal, action, resource and conditions"
           "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}})",
       "b", kUsers);
   CHECK_FALSE(restricted.is_public());
+}
+
+TEST_CASE("policy: conditions on headers and object tags", "[gateway][policy]") {
+  const BucketPolicy policy = BucketPolicy::parse(R"({"Statement": [
+      {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/*",
+       "Condition": {"StringLike": {"s3:x-amz-acl": "public*"}}},
+      {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*",
+       "Condition": {"StringEquals": {"s3:ExistingObjectTag/Security": "public"}}},
+      {"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/*",
+       "Condition": {"StringLike": {"s3:x-amz-copy-source": "b/public/*"},
+                     "StringEquals": {"S3:x-amz-metadata-directive": "COPY"}}}]})",
+                                                  "b", kUsers);
+  std::map<std::string, std::string> values;
+  const auto ask_with = [&](const std::string& action, const std::string& user) {
+    PolicyRequest request = ask(action, "arn:aws:s3:::b/k", user);
+    request.value_of = [&](const std::string& key) -> std::optional<std::string> {
+      const auto it = values.find(key);
+      return it == values.end() ? std::nullopt : std::optional(it->second);
+    };
+    return policy.evaluate(request);
+  };
+  CHECK(ask_with("s3:PutObject", "carol") == PolicyEffect::kNone);
+  values["s3:x-amz-acl"] = "public-read";
+  CHECK(ask_with("s3:PutObject", "carol") == PolicyEffect::kDeny);
+  values.clear();
+  CHECK(ask_with("s3:GetObject", "") == PolicyEffect::kNone);
+  values["s3:existingobjecttag/security"] = "public";  // tag keys keep their case
+  CHECK(ask_with("s3:GetObject", "") == PolicyEffect::kNone);
+  values["s3:existingobjecttag/Security"] = "public";
+  CHECK(ask_with("s3:GetObject", "") == PolicyEffect::kAllow);
+  values = {{"s3:x-amz-copy-source", "b/public/x"}};
+  CHECK(ask_with("s3:PutObject", "bob") == PolicyEffect::kNone);  // both conditions must hold
+  values["s3:x-amz-metadata-directive"] = "COPY";
+  CHECK(ask_with("s3:PutObject", "bob") == PolicyEffect::kAllow);
+  values["s3:x-amz-copy-source"] = "b/private/x";
+  CHECK(ask_with("s3:PutObject", "bob") == PolicyEffect::kNone);
+  CHECK(error_code([] {
+          BucketPolicy::parse(R"({"Statement": {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+              "Resource": "arn:aws:s3:::b/*", "Condition": {"StringEquals": {"s3:ExistingObjectTag/": "x"}}}})",
+                              "b", kUsers);
+        }) == "MalformedPolicy");
 }
 
 TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {

@@ -150,7 +150,12 @@ TEST_CASE("conditional copies and writes", "[gateway][semantics]") {
   write({{"if-none-match", "*"}}, none);
   write({{"if-none-match", "*"}}, marker);
   CHECK(error_code([&] { write({{"if-none-match", "*"}}, current); }) == "PreconditionFailed");
-  CHECK(error_code([&] { write({{"if-none-match", "\"x\""}}, none); }) == "NotImplemented");
+  write({{"if-none-match", "\"x\""}}, none);
+  write({{"if-none-match", "\"x\", \"y\""}}, current);
+  CHECK(error_code([&] { write({{"if-none-match", "\"x\", \"0123abcd\""}}, current); }) == "PreconditionFailed");
+  write({{"if-match", "*"}}, current);
+  CHECK(error_code([&] { write({{"if-match", "*"}}, none); }) == "PreconditionFailed");
+  CHECK(error_code([&] { write({{"if-match", "*"}}, marker); }) == "PreconditionFailed");
   write({{"if-match", "\"0123abcd\""}}, current);
   CHECK(error_code([&] { write({{"if-match", "\"x\""}}, current); }) == "PreconditionFailed");
   CHECK(error_code([&] { write({{"if-match", "\"0123abcd\""}}, none); }) == "NoSuchKey");
@@ -171,7 +176,7 @@ TEST_CASE("copy sources and copy ranges", "[gateway][semantics]") {
 
   const ByteRange range = parse_copy_source_range("bytes=2-9", 10);
   CHECK((range.first == 2 && range.length == 8));
-  CHECK(error_code([] { parse_copy_source_range("bytes=5-10", 10); }) == "InvalidArgument");
+  CHECK(error_code([] { parse_copy_source_range("bytes=5-10", 10); }) == "InvalidRange");
   CHECK(error_code([] { parse_copy_source_range("bytes=5-", 10); }) == "InvalidArgument");
   CHECK(error_code([] { parse_copy_source_range("bytes=6-5", 10); }) == "InvalidArgument");
 }

@@ -1,0 +1,243 @@
+"""boto3 against `keel gateway` (a raw and a dedupe gateway): behaviour the
+case groups of an S3 conformance suite check and keel once answered
+otherwise. Owner and Initiator ids in every listing are the ids ACLs use;
+grant headers with unquoted ids; a ListObjects v1 Prefix as sent (boto3
+asks every v1 listing for url encoding and decodes the other fields);
+If-Match: * and If-None-Match with ETags on PutObject; an UploadPartCopy range past the source's end;
+Object Lock headers on an upload whose payload SHA-256 is signed (SDKs
+before the default checksums) and refused on one whose payload nothing
+verifies; bucket policy conditions on s3:x-amz-acl, s3:x-amz-copy-source,
+s3:RequestObjectTag/<key> and s3:ExistingObjectTag/<key>."""
+import datetime
+import hashlib
+import json
+import unittest
+
+import boto3
+import requests
+from botocore.config import Config
+
+from gateway_harness import USERS, Gateway, boto3_client, error_of
+
+GATEWAYS = {}
+
+
+def setUpModule():
+    GATEWAYS["raw"] = Gateway()
+    GATEWAYS["dedupe"] = Gateway(dedupe=True)
+
+
+def tearDownModule():
+    for gateway in GATEWAYS.values():
+        gateway.stop()
+
+
+def client_without_checksums(gateway, scheme, **s3_config):
+    """boto3 that sends PutObject without Content-MD5 or x-amz-checksum-*, as SDKs before
+    the default checksums did for lock headers (this botocore may add one)."""
+    access, secret = USERS["alice"]
+    options = {"s3": {"addressing_style": "path", **s3_config}, "retries": {"max_attempts": 1}}
+    try:
+        config = Config(**options, request_checksum_calculation="when_required",
+                        response_checksum_validation="when_required")
+    except TypeError:  # botocore before 1.36 sends no checksums anyway
+        config = Config(**options)
+    client = boto3.client("s3", endpoint_url=gateway.urls[scheme], aws_access_key_id=access,
+                          aws_secret_access_key=secret, region_name="us-east-1",
+                          verify=gateway.cert if scheme == "https" else None, config=config)
+
+    def strip_integrity_headers(request, **_):
+        for name in [n for n in request.headers.keys() if n.lower() == "content-md5" or
+                     n.lower().startswith(("x-amz-checksum-", "x-amz-sdk-checksum", "x-amz-trailer"))]:
+            del request.headers[name]
+    client.meta.events.register("before-sign.s3.PutObject", strip_integrity_headers)
+    return client
+
+
+class SuiteGroupsTest(unittest.TestCase):
+    mode = "raw"
+    counter = 0
+
+    def setUp(self):
+        self.gateway = GATEWAYS[self.mode]
+        self.s3 = boto3_client(self.gateway, "http")
+        self.bob = boto3_client(self.gateway, "http", user="bob")
+
+    def new_bucket(self, **create):
+        SuiteGroupsTest.counter += 1
+        bucket = f"groups-{self.mode}-{SuiteGroupsTest.counter}"
+        self.s3.create_bucket(Bucket=bucket, **create)
+        return bucket
+
+    def code(self, fn):
+        return error_of(fn)["Error"]["Code"]
+
+    def test_owner_ids_are_canonical_everywhere(self):
+        s3 = self.s3
+        alice = hashlib.sha256(b"alice").hexdigest()
+        bucket = self.new_bucket()
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+        s3.delete_object(Bucket=bucket, Key="gone")
+        upload = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+        owner = {"ID": alice, "DisplayName": "alice"}
+        self.assertEqual(s3.list_buckets()["Owner"], owner)
+        self.assertEqual(s3.get_bucket_acl(Bucket=bucket)["Owner"], owner)
+        self.assertEqual(s3.list_objects(Bucket=bucket)["Contents"][0]["Owner"], owner)
+        self.assertEqual(s3.list_objects_v2(Bucket=bucket, FetchOwner=True)["Contents"][0]["Owner"], owner)
+        versions = s3.list_object_versions(Bucket=bucket)
+        self.assertEqual(versions["Versions"][0]["Owner"], owner)
+        self.assertEqual(versions["DeleteMarkers"][0]["Owner"], owner)
+        listed = s3.list_multipart_uploads(Bucket=bucket)["Uploads"][0]
+        self.assertEqual((listed["Owner"], listed["Initiator"]), (owner, owner))
+        parts = s3.list_parts(Bucket=bucket, Key="mp", UploadId=upload)
+        self.assertEqual((parts["Owner"], parts["Initiator"]), (owner, owner))
+        # Another user's upload is that user's (S3's ObjectWriter), the bucket owner's under BucketOwnerEnforced.
+        s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write")
+        bobs = self.bob.create_multipart_upload(Bucket=bucket, Key="bob's")["UploadId"]
+        bob = {"ID": hashlib.sha256(b"bob").hexdigest(), "DisplayName": "bob"}
+        listed = [u for u in s3.list_multipart_uploads(Bucket=bucket)["Uploads"] if u["UploadId"] == bobs][0]
+        self.assertEqual((listed["Owner"], listed["Initiator"]), (bob, bob))
+        s3.put_bucket_acl(Bucket=bucket, ACL="private")
+        s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={
+            "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+        parts = s3.list_parts(Bucket=bucket, Key="bob's", UploadId=bobs)
+        self.assertEqual((parts["Owner"], parts["Initiator"]), (owner, bob))
+
+    def test_grant_headers_with_unquoted_ids(self):
+        s3 = self.s3
+        bucket = self.new_bucket()
+        s3.put_object(Bucket=bucket, Key="k", Body=b"shared")
+        bob = self.bob.list_buckets()["Owner"]["ID"]
+        s3.put_object_acl(Bucket=bucket, Key="k", GrantRead="id=" + bob)
+        self.assertEqual(self.bob.get_object(Bucket=bucket, Key="k")["Body"].read(), b"shared")
+        s3.put_bucket_acl(Bucket=bucket, GrantWrite="id=" + bob, GrantRead=f'id="{bob}"')
+        self.bob.put_object(Bucket=bucket, Key="bob's", Body=b"b")
+        self.assertEqual([o["Key"] for o in self.bob.list_objects(Bucket=bucket)["Contents"]], ["bob's", "k"])
+        self.assertEqual(self.code(lambda: s3.put_bucket_acl(Bucket=bucket, GrantRead="id=nobody")),
+                         "InvalidArgument")
+
+    def test_list_objects_v1_prefix_comes_back_as_sent(self):
+        s3 = self.s3
+        bucket = self.new_bucket()
+        for key in ("a b/c", "a b/d", "x\ny", "plain"):
+            s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+        for prefix, keys in (("\n", []), ("a b/", ["a b/c", "a b/d"]), ("x\n", ["x\ny"]), ("100%", [])):
+            for listing in (s3.list_objects, s3.list_objects_v2):
+                page = listing(Bucket=bucket, Prefix=prefix)
+                self.assertEqual(page["Prefix"], prefix, listing)
+                self.assertEqual([o["Key"] for o in page.get("Contents", [])], keys)
+        page = s3.list_objects(Bucket=bucket, Delimiter="/", Prefix="a ")
+        self.assertEqual(([p["Prefix"] for p in page["CommonPrefixes"]], page["Prefix"]), (["a b/"], "a "))
+
+    def test_conditional_puts_with_star_and_etags(self):
+        s3 = self.s3
+        bucket = self.new_bucket()
+        s3.put_object(Bucket=bucket, Key="k", Body=b"one")
+
+        def put_if(header, value, key, body=b"x"):
+            def add(params, **_):
+                params["headers"][header] = value
+            s3.meta.events.register("before-call.s3.PutObject", add)
+            try:
+                return s3.put_object(Bucket=bucket, Key=key, Body=body)
+            finally:
+                s3.meta.events.unregister("before-call.s3.PutObject", add)
+
+        def refusal(fn):
+            failure = error_of(fn)
+            return failure["Error"]["Code"], failure["ResponseMetadata"]["HTTPStatusCode"]
+        # If-Match: * needs a current version; an ETag that names no object is 404, as AWS.
+        put_if("If-Match", "*", "k", b"two")
+        self.assertEqual(refusal(lambda: put_if("If-Match", "*", "missing")), ("PreconditionFailed", 412))
+        self.assertEqual(refusal(lambda: put_if("If-Match", '"0123456789abcdef0123456789abcdef"', "missing")),
+                         ("NoSuchKey", 404))
+        self.assertEqual(self.code(lambda: s3.head_object(Bucket=bucket, Key="missing")), "404")
+        # If-None-Match with ETags: refused only when the current version has one of them.
+        current = s3.head_object(Bucket=bucket, Key="k")["ETag"]
+        self.assertEqual(refusal(lambda: put_if("If-None-Match", f'"other", {current}', "k")),
+                         ("PreconditionFailed", 412))
+        put_if("If-None-Match", '"ABCORZ"', "k", b"three")
+        put_if("If-None-Match", '"ABCORZ"', "new", b"four")
+        self.assertEqual([s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in ("k", "new")],
+                         [b"three", b"four"])
+
+    def test_upload_part_copy_range_past_the_end(self):
+        s3 = self.s3
+        bucket = self.new_bucket()
+        s3.put_object(Bucket=bucket, Key="src", Body=b"12345")
+        upload = s3.create_multipart_upload(Bucket=bucket, Key="dst")["UploadId"]
+        failure = error_of(lambda: s3.upload_part_copy(Bucket=bucket, Key="dst", UploadId=upload, PartNumber=1,
+                                                       CopySource={"Bucket": bucket, "Key": "src"},
+                                                       CopySourceRange="bytes=0-21"))
+        self.assertEqual((failure["Error"]["Code"], failure["ResponseMetadata"]["HTTPStatusCode"]),
+                         ("InvalidRange", 416))
+
+    def test_object_lock_headers_with_a_signed_payload_hash(self):
+        bucket = self.new_bucket(ObjectLockEnabledForBucket=True)
+        until = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
+        lock = {"ObjectLockMode": "GOVERNANCE", "ObjectLockRetainUntilDate": until, "ObjectLockLegalHoldStatus": "ON"}
+        # Over HTTP botocore signs the payload's SHA-256, which the gateway verifies.
+        signed = client_without_checksums(self.gateway, "http")
+        version = signed.put_object(Bucket=bucket, Key="signed", Body=b"abc", **lock)["VersionId"]
+        head = self.s3.head_object(Bucket=bucket, Key="signed")
+        self.assertEqual((head["ObjectLockMode"], head["ObjectLockRetainUntilDate"], head["ObjectLockLegalHoldStatus"]),
+                         ("GOVERNANCE", until, "ON"))
+        # UNSIGNED-PAYLOAD without Content-MD5 or a checksum: nothing verifies the bytes.
+        unsigned = client_without_checksums(self.gateway, "https", payload_signing_enabled=False)
+        failure = error_of(lambda: unsigned.put_object(Bucket=bucket, Key="unsigned", Body=b"abc", **lock))
+        self.assertEqual(failure["Error"]["Code"], "InvalidRequest")
+        self.s3.put_object_legal_hold(Bucket=bucket, Key="signed", LegalHold={"Status": "OFF"})
+        self.s3.delete_object(Bucket=bucket, Key="signed", VersionId=version, BypassGovernanceRetention=True)
+
+    def put_policy(self, bucket, *statements):
+        self.s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+            dict(statement, Resource=f"arn:aws:s3:::{bucket}/*") for statement in statements]}))
+
+    def test_policy_conditions_on_headers_and_tags(self):
+        s3, bob = self.s3, self.bob
+        bucket = self.new_bucket()
+        self.put_policy(
+            bucket,
+            {"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:PutObject",
+             "Condition": {"StringEquals": {"s3:RequestObjectTag/security": "public"}}},
+            {"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:PutObject",
+             "Condition": {"StringLike": {"s3:x-amz-copy-source": f"{bucket}/public/*"}}},
+            {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+             "Condition": {"StringLike": {"s3:x-amz-acl": "public*"}}},
+            {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Condition": {"StringEquals": {"s3:ExistingObjectTag/security": "public"}}})
+        code = self.code
+        self.assertEqual(code(lambda: bob.put_object(Bucket=bucket, Key="b", Body=b"x")), "AccessDenied")
+        self.assertEqual(code(lambda: bob.put_object(Bucket=bucket, Key="b", Body=b"x", Tagging="security=secret")),
+                         "AccessDenied")
+        bob.put_object(Bucket=bucket, Key="public/b", Body=b"bob's", Tagging="security=public")
+        self.assertEqual(code(lambda: bob.put_object(Bucket=bucket, Key="b", Body=b"x", Tagging="security=public",
+                                                     ACL="public-read")), "AccessDenied")
+        # The Deny binds the owner too.
+        self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="o", Body=b"x", ACL="public-read")),
+                         "AccessDenied")
+        s3.put_object(Bucket=bucket, Key="private/o", Body=b"alice's")
+        # Anyone reads what is tagged public, nothing else.
+        self.assertEqual(bob.get_object(Bucket=bucket, Key="public/b")["Body"].read(), b"bob's")
+        self.assertEqual(requests.get(f"{self.gateway.urls['http']}/{bucket}/public/b").status_code, 200)
+        self.assertEqual(code(lambda: bob.get_object(Bucket=bucket, Key="private/o")), "AccessDenied")
+        s3.put_object_tagging(Bucket=bucket, Key="private/o", Tagging={"TagSet": [{"Key": "security",
+                                                                                  "Value": "public"}]})
+        self.assertEqual(bob.get_object(Bucket=bucket, Key="private/o")["Body"].read(), b"alice's")
+        # Copies into the bucket only from its public/ prefix.
+        bob.copy_object(Bucket=bucket, Key="copied", CopySource={"Bucket": bucket, "Key": "public/b"})
+        self.assertEqual(code(lambda: bob.copy_object(Bucket=bucket, Key="copied",
+                                                      CopySource={"Bucket": bucket, "Key": "private/o"})),
+                         "AccessDenied")
+        self.assertEqual(code(lambda: s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": {
+            "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*",
+            "Condition": {"StringEquals": {"s3:x-amz-server-side-encryption": "AES256"}}}}))), "MalformedPolicy")
+
+
+class DedupeSuiteGroupsTest(SuiteGroupsTest):
+    mode = "dedupe"
+
+
+if __name__ == "__main__":
+    unittest.main()
