@@ -4,7 +4,7 @@
 // limit. So one setting suits a local disk, a LAN S3 server and a distant
 // cloud bucket alike, and no more reads run than pay for themselves: on two
 // cores shared with the S3 server, 16 ranges of 16 MiB in flight instead of 4
-// cost a restore 40% more CPU and time (docs/performance.md).
+// cost a restore 50% more CPU and 60% more time (docs/performance.md).
 #pragma once
 
 #include <chrono>
