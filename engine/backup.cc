@@ -17,6 +17,7 @@
 #include "engine/compress.h"
 #include "engine/lease.h"
 #include "engine/content.h"
+#include "engine/stage_clock.h"
 #include "util/buffer_pool.h"
 #include "util/error.h"
 #include "util/host.h"
@@ -31,6 +32,9 @@ using Clock = std::chrono::steady_clock;
 // Reads are at least this large; the buffer holds a few of them plus the
 // unconsumed tail of the previous one (under one max-size chunk).
 constexpr size_t kReadSize = 8u << 20;
+
+// Trees cached in the catalog per transaction.
+constexpr size_t kTreesPerTransaction = 1024;
 
 bool all_zero(ByteView data) {
   return !data.empty() && data[0] == 0 && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
@@ -108,6 +112,7 @@ class BackupRun : public SourceSink {
     if (!stack_.empty()) throw Error(ErrorKind::kFailure, "source ended inside a directory");
     if (!root_) throw Error(ErrorKind::kFailure, "source produced no root directory");
     finalize_dirs(/*all=*/true);
+    flush_tree_cache();
     work_.wait();
     packs_.flush();
     return root_->tree;
@@ -199,45 +204,59 @@ class BackupRun : public SourceSink {
   }
 
   // Reads, hashes and chunks one file; returns the bytes of content.
-  // `size_hint` (the size at stat time) sizes the first buffer, so small
-  // files do not pay for a large one.
+  // Files follow one another in the walker's pool buffer (read_buf_), so
+  // small files share one instead of each faulting in fresh memory; a file
+  // moves to a fresh buffer when the rest of it (by `size_hint`, the size at
+  // stat time) would not fit, carrying its unchunked tail along.
   uint64_t read_file(const OpenFile& open, uint64_t size_hint, const std::shared_ptr<FileSlot>& file) {
     FileSlot& slot = *file;
+    StageClock clock(&progress_.stage_cpu);  // opening counts as reading
     std::unique_ptr<FileReader> reader = open();
-    const size_t full = read_buffers_.buffer_size();
-    // One byte more than the hint, so the end-of-file read needs no new buffer.
-    size_t capacity = static_cast<size_t>(std::clamp<uint64_t>(size_hint + 1, 64 * 1024, full));
+    const size_t capacity = read_buffers_.buffer_size();
     Xxh3Stream hash;
-    auto buf = capacity == full ? read_buffers_.get() : std::make_shared_for_overwrite<uint8_t[]>(capacity);
-    size_t start = 0, end = 0;  // unchunked data: buf[start, end)
-    uint64_t file_pos = 0;      // file offset of buf[end]
+    if (!read_buf_) {
+      read_buf_ = read_buffers_.get();
+      read_buf_used_ = 0;
+    }
+    std::shared_ptr<uint8_t[]> buf = std::move(read_buf_);
+    size_t start = read_buf_used_, end = start;  // unchunked data: buf[start, end)
+    uint64_t file_pos = 0;                       // file offset of buf[end]
+    // However this ends, the next file reads after what this one wrote:
+    // workers may still be reading its chunks.
+    struct KeepBuffer {
+      BackupRun& run;
+      std::shared_ptr<uint8_t[]>& buf;
+      size_t& end;
+      ~KeepBuffer() { run.keep_read_buffer(std::move(buf), end); }
+    } keep{*this, buf, end};
 
-    StageCpu* cpu = &progress_.stage_cpu;
+    // Laps only where there was work: a small file is then timed with four
+    // clock reads (open and read, hash, chunk), not six.
     auto cut = [&](bool final) {
-      StageTimer timer(cpu, Stage::kChunk);
+      bool emitted = false;
       while (start < end) {
         size_t n = chunker_.next_cut(ByteView(buf.get() + start, end - start), final);
         if (n == 0) break;
         emit_chunk(file, buf, start, n);
         start += n;
+        emitted = true;
       }
+      if (emitted) clock.lap(Stage::kChunk);
     };
     for (;;) {
       check_cancel();
-      if (end == capacity || (capacity == full && capacity - end < kReadSize)) {
-        // Full: carry the unchunked tail (under one max-size chunk) to a fresh buffer.
-        capacity = full;
+      const size_t room = capacity - end;
+      // One byte more than the rest, so the end-of-file read needs no new buffer.
+      if (room == 0 || (room < kReadSize && room <= size_hint - std::min(size_hint, file_pos))) {
+        // Carry the unchunked tail (under one max-size chunk) to a fresh buffer.
         auto next = read_buffers_.get();
         std::memcpy(next.get(), buf.get() + start, end - start);
         end -= start;
         start = 0;
         buf = std::move(next);
       }
-      Extent ext;
-      {
-        StageTimer timer(cpu, Stage::kRead);
-        ext = reader->read(std::span<uint8_t>(buf.get() + end, capacity - end));
-      }
+      Extent ext = reader->read(std::span<uint8_t>(buf.get() + end, capacity - end));
+      if (ext.length != 0) clock.lap(Stage::kRead);
       if (ext.offset < file_pos) throw Error(ErrorKind::kFailure, "file reader went backwards");
       if (ext.offset > file_pos) {  // a hole: close the data before it
         cut(true);
@@ -246,10 +265,8 @@ class BackupRun : public SourceSink {
         file_pos = ext.offset;
       }
       if (ext.length == 0) break;
-      {
-        StageTimer timer(cpu, Stage::kHash);
-        hash.update(ByteView(buf.get() + end, ext.length));
-      }
+      hash.update(ByteView(buf.get() + end, ext.length));
+      clock.lap(Stage::kHash);
       end += ext.length;
       file_pos += ext.length;
       progress_.bytes_read += ext.length;
@@ -259,6 +276,12 @@ class BackupRun : public SourceSink {
     cut(true);
     slot.hash = hash.digest();
     return file_pos;
+  }
+
+  void keep_read_buffer(std::shared_ptr<uint8_t[]> buf, size_t end) {
+    constexpr size_t kAlign = 64;
+    read_buf_used_ = (end + kAlign - 1) / kAlign * kAlign;
+    read_buf_ = read_buf_used_ < read_buffers_.buffer_size() ? std::move(buf) : nullptr;
   }
 
   void add_hole(FileSlot& slot, uint64_t length) {
@@ -297,19 +320,18 @@ class BackupRun : public SourceSink {
 
   // Runs on a worker: names, dedupes, compresses, seals and packs a chunk.
   void store_chunk(ByteView data, ContentRef& ref) {
-    StageCpu* cpu = &progress_.stage_cpu;
-    {
-      StageTimer timer(cpu, Stage::kHash);
-      ref.chunk = chunk_id(repo_, data);
-    }
-    if (!index_.claim(ref.chunk)) return;
+    StageClock clock(&progress_.stage_cpu);
+    ref.chunk = chunk_id(repo_, data);
+    const bool claimed = index_.claim(ref.chunk);  // dedupe: only the first of equal chunks is stored
+    clock.lap(Stage::kHash);
+    if (!claimed) return;
     thread_local Bytes sealed;
     seal_chunk(repo_, ref.chunk, data, options_.compression_level.value_or(repo_.config().compression_level), sealed,
-               cpu);
+               &clock);
     progress_.bytes_added += sealed.size();
     ++progress_.chunks_added;
-    StageTimer timer(cpu, Stage::kWrite);
     packs_.add(catalog::BlobType::kData, ref.chunk, static_cast<uint32_t>(data.size()), sealed);
+    clock.lap(Stage::kWrite);
   }
 
   // Turns closed directories into trees, oldest first (children close
@@ -358,11 +380,27 @@ class BackupRun : public SourceSink {
       seal_tree(repo_, id, body, sealed);
       progress_.bytes_added += sealed.size();
       packs_.add(catalog::BlobType::kTree, id, static_cast<uint32_t>(body.size()), sealed);
-      repo_.cache_tree(id, body);
+      cache_tree(id, std::move(body));
     } else if (repo_.put_only()) {
-      repo_.cache_tree(id, body);  // its next run compares against it: it cannot read it back
+      cache_tree(id, std::move(body));  // its next run compares against it: it cannot read it back
     }
     dir.slot->tree = id;
+  }
+
+  // Trees go to the catalog in batches, a transaction per batch: one per
+  // tree (per directory) cost more than the rest of a small directory.
+  void cache_tree(const Id& id, Bytes body) {
+    trees_to_cache_.emplace_back(id, std::move(body));
+    if (trees_to_cache_.size() >= kTreesPerTransaction) flush_tree_cache();
+  }
+
+  void flush_tree_cache() {
+    if (trees_to_cache_.empty()) return;
+    StageTimer timer(&progress_.stage_cpu, Stage::kCatalog);
+    repo_.catalog().transaction([this] {
+      for (const auto& [id, body] : trees_to_cache_) repo_.cache_tree(id, body);
+    });
+    trees_to_cache_.clear();
   }
 
   // A put-only key compares against the trees its catalog holds (those it
@@ -382,6 +420,8 @@ class BackupRun : public SourceSink {
   ByteBudget chunk_budget_;
   ByteBudget part_budget_;
   BufferPool read_buffers_;
+  std::shared_ptr<uint8_t[]> read_buf_;  // the buffer the next file reads into, from read_buf_used_ on
+  size_t read_buf_used_ = 0;
   TaskGroup work_;
   // Destroyed in reverse: chunk workers are joined first (their tasks use
   // the pack writer), then the pack writer waits for its uploads, and the
@@ -393,6 +433,7 @@ class BackupRun : public SourceSink {
   std::vector<std::unique_ptr<DirFrame>> stack_;
   std::deque<std::unique_ptr<DirFrame>> closed_;
   std::shared_ptr<DirSlot> root_;
+  std::vector<std::pair<Id, Bytes>> trees_to_cache_;
   std::vector<SkippedItem> skipped_;
 };
 

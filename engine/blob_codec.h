@@ -8,7 +8,7 @@
 
 #include "engine/compress.h"
 #include "engine/crypto.h"
-#include "engine/stage_cpu.h"
+#include "engine/stage_clock.h"
 #include "util/bytes.h"
 #include "util/id.h"
 
@@ -16,9 +16,9 @@ namespace keel::engine {
 
 // Replaces `sealed` with the stored form of `raw`. `compressor` may be null
 // (store raw). `scratch` is reused across calls to avoid allocations.
-// Compression and encryption count in `cpu`, if given.
+// Compression and encryption are laps of `clock`, if given.
 void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed, Bytes& scratch,
-               StageCpu* cpu = nullptr);
+               StageClock* clock = nullptr);
 
 // Replaces `raw` with the content of a stored blob; throws Error(kIntegrity)
 // naming `what` if it does not authenticate or decode to raw_length bytes.

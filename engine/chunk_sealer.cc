@@ -10,7 +10,7 @@ namespace keel::engine {
 
 Id chunk_id(const Repository& repo, ByteView chunk) { return keyed_id(repo.keys().id, chunk); }
 
-void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int level, Bytes& sealed, StageCpu* cpu) {
+void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int level, Bytes& sealed, StageClock* clock) {
   thread_local std::unique_ptr<Compressor> compressor;
   thread_local int compressor_level = kCompressionOff;
   thread_local Bytes scratch;
@@ -18,7 +18,7 @@ void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int level,
     compressor = std::make_unique<Compressor>(level);
     compressor_level = level;
   }
-  seal_blob(repo.write_key(), level != kCompressionOff ? compressor.get() : nullptr, id, chunk, sealed, scratch, cpu);
+  seal_blob(repo.write_key(), level != kCompressionOff ? compressor.get() : nullptr, id, chunk, sealed, scratch, clock);
 }
 
 void seal_tree(const Repository& repo, const Id& id, ByteView body, Bytes& sealed) {

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "engine/repository.h"
-#include "engine/stage_cpu.h"
+#include "engine/stage_clock.h"
 #include "util/bytes.h"
 #include "util/id.h"
 
@@ -18,9 +18,9 @@ Id chunk_id(const Repository& repo, ByteView chunk);
 // Replaces `sealed` with the stored form of `chunk`, compressed at
 // `compression_level` (compress.h; usually the repository's). Reuses a
 // compressor and a scratch buffer per thread, so callers on worker threads do
-// not allocate. Compression and encryption count in `cpu`, if given.
+// not allocate. Compression and encryption are laps of `clock`, if given.
 void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int compression_level, Bytes& sealed,
-                StageCpu* cpu = nullptr);
+                StageClock* clock = nullptr);
 
 // Replaces `sealed` with the stored form of an encoded tree (`id` is its
 // chunk_id), compressed at kTreeCompressionLevel: trees are small and

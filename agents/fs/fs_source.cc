@@ -98,36 +98,31 @@ DirHandle open_directory(int parent_fd, const char* name) {
   return std::make_shared<const UniqueFd>(fd);
 }
 
-struct DirCloser {
-  void operator()(DIR* dir) const { ::closedir(dir); }
-};
-
 struct DirEntry {
   std::string name;
   unsigned char type;  // d_type; DT_UNKNOWN where the filesystem does not say
 };
 
+// `dir_fd` must be freshly opened (at the start of the listing). getdents64
+// on it directly: fdopendir would want a descriptor of its own, and the dup,
+// fstat, two fcntl and close around it cost more than listing a small
+// directory (a syscall is 4-5 us on the development VM).
 std::vector<DirEntry> list_directory(int dir_fd) {
-  // fdopendir owns the descriptor it gets; the directory's own stays open
-  // for the *at calls on its entries.
-  int listing_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-  if (listing_fd < 0) throw Error(ErrorKind::kTargetIo, failure("read directory", errno));
-  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(listing_fd));
-  if (!dir) {
-    int error = errno;
-    ::close(listing_fd);
-    throw Error(ErrorKind::kTargetIo, failure("read directory", error));
-  }
   std::vector<DirEntry> entries;
+  alignas(dirent64) char buf[32 * 1024];
   for (;;) {
-    errno = 0;
-    const dirent* entry = ::readdir(dir.get());
-    if (entry == nullptr) {
-      if (errno != 0) throw Error(ErrorKind::kTargetIo, failure("read directory", errno));
-      break;
+    const ssize_t n = ::getdents64(dir_fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ErrorKind::kTargetIo, failure("read directory", errno));
     }
-    if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
-    entries.push_back({entry->d_name, entry->d_type});
+    if (n == 0) break;
+    for (ssize_t pos = 0; pos < n;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buf + pos);
+      pos += entry->d_reclen;
+      if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
+      entries.push_back({entry->d_name, entry->d_type});
+    }
   }
   std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
   return entries;
