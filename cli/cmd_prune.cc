@@ -19,6 +19,7 @@ int cmd_prune(App& app, const Args& args) {
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
   engine::PruneOptions options = prune_options(flags, dry_run);
+  if (!dry_run) app.refuse_if_append_only("keel prune", "deletes packs");
   auto repo = app.open_repository("keel prune");
   engine::PruneResult result;
   {
