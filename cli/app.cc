@@ -41,6 +41,14 @@ bool App::parse(const std::vector<std::string>& args, po::options_description& o
   if (global.catalog.empty()) global.catalog = env("KEEL_CATALOG");
   if (global.target.rdma.empty()) global.target.rdma = env("KEEL_RDMA");
   if (global.s3_timeout.empty()) global.s3_timeout = env("KEEL_S3_TIMEOUT");
+  if (!global.append_only) {
+    const std::string flag = env("KEEL_APPEND_ONLY");
+    if (flag == "1" || flag == "true" || flag == "yes") {
+      global.append_only = true;
+    } else if (!flag.empty() && flag != "0" && flag != "false" && flag != "no") {
+      throw Error(ErrorKind::kUsage, "KEEL_APPEND_ONLY='" + flag + "': give 1 (append-only) or 0");
+    }
+  }
   if (!global.s3_timeout.empty()) {
     global.target.io_timeout = parse_duration(global.s3_timeout, "--s3-timeout");
     if (global.target.io_timeout.count() == 0) throw Error(ErrorKind::kUsage, "--s3-timeout must be more than 0");
@@ -99,6 +107,14 @@ std::unique_ptr<engine::Repository> App::open_repository(std::string_view full_k
   auto repo = engine::open_repository(repository_access(), password());
   if (!full_key_command.empty()) repo->require_full_key(full_key_command);
   return repo;
+}
+
+void App::refuse_if_append_only(std::string_view command, std::string_view what) const {
+  if (!global.append_only) return;
+  throw Error(ErrorKind::kUsage, std::string(command) + " " + std::string(what) +
+                                     ": refused under --append-only (KEEL_APPEND_ONLY), before touching " +
+                                     (global.repo.empty() ? std::string("the repository") : global.repo) +
+                                     "; run it where the repository owner's credentials are, without --append-only");
 }
 
 std::unique_ptr<engine::Repository> App::open_repository_append_only() {

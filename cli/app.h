@@ -50,6 +50,10 @@ class App {
   // dead processes' leftovers (which deletes), and objects written readable
   // by the bucket's owner (targets::kBucketOwnerFullControl).
   std::unique_ptr<engine::Repository> open_repository_append_only();
+  // Under --append-only (KEEL_APPEND_ONLY) throws Error(kUsage): `command`
+  // ("keel forget") does `what` ("deletes snapshots"), which this host must not.
+  // Called before the password is asked for or the target touched.
+  void refuse_if_append_only(std::string_view command, std::string_view what) const;
   // --repo and the options that go with it (engine/repository_access.h).
   engine::RepositoryAccess repository_access() const;
   // The target named by --repo; `create` makes the directory or bucket.

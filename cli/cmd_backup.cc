@@ -17,7 +17,7 @@ namespace keel::cli {
 int cmd_backup(App& app, const Args& args) {
   std::vector<std::string> paths, excludes, tags;
   std::string stdin_name, host, parent, compression;
-  bool use_stdin = false, force = false, one_fs = false, append_only = false;
+  bool use_stdin = false, force = false, one_fs = false;
   size_t memory_mib = 256;
   po::options_description opts("keel backup [options] PATH...: store a snapshot of PATHs (or of stdin)");
   opts.add_options()
@@ -32,14 +32,13 @@ int cmd_backup(App& app, const Args& args) {
       ("stdin-name", po::value(&stdin_name)->default_value("stdin"), "file name for --stdin")
       ("memory", count_option(&memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(memory_mib)), "MiB of data in flight at most")
       ("compression", po::value(&compression),
-       "for this backup instead of the repository's: off, fast, default, max, or a zstd level (-7..19)")
-      ("append-only", po::bool_switch(&append_only),
-       "delete and overwrite nothing on the target, for credentials that may only create objects "
-       "(docs/immutable.md)");
+       "for this backup instead of the repository's: off, fast, default, max, or a zstd level (-7..19)");
   po::positional_options_description pos;
   pos.add("path", -1);
   po::variables_map vm;
   if (!app.parse(args, opts, pos, vm)) return 0;
+  // The global --append-only: delete and overwrite nothing on the target (docs/immutable.md).
+  const bool append_only = app.global.append_only;
   if (use_stdin == !paths.empty()) throw Error(ErrorKind::kUsage, "give PATHs to back up, or --stdin (not both)");
 
   std::unique_ptr<engine::Source> source =

@@ -51,14 +51,17 @@ void print_decisions(const std::vector<engine::ForgetDecision>& decisions, engin
 int cmd_forget(App& app, const Args& args) {
   engine::RetentionPolicy policy;
   engine::SnapshotSelection selection;
-  std::vector<std::string> jobs;
+  std::vector<std::string> jobs, specs;
   std::string group_by = "host,paths";
   bool dry_run = false, and_prune = false;
   PruneFlags prune_flags;
   po::options_description opts(
-      "keel forget [policy] [selection]: remove snapshots a retention policy does not keep (their data is "
-      "reclaimed by keel prune). A snapshot kept by any rule is kept; rules apply per group (host and paths)");
+      "keel forget [policy] [selection] | keel forget SNAPSHOT...: remove snapshots a retention policy does not keep, "
+      "or the snapshots named (their data is reclaimed by keel prune). A snapshot kept by any rule is kept; rules "
+      "apply per group (host and paths). In an Object Lock repository a policy keeps the snapshots still locked "
+      "(listed with their retain-until date); naming a locked snapshot is refused (exit 8), nothing removed");
   opts.add_options()
+      ("snapshot", po::value(&specs)->composing(), "remove this snapshot: an id, a unique prefix or 'latest' (repeatable; no policy then)")
       ("keep-last", count_option(&policy.last, "--keep-last", 0, kMaxKeepCount), "keep the N newest snapshots")
       ("keep-hourly", count_option(&policy.hourly, "--keep-hourly", 0, kMaxKeepCount), "keep the newest snapshot of each of the last N hours that have one")
       ("keep-daily", count_option(&policy.daily, "--keep-daily", 0, kMaxKeepCount), "... of each of the last N days")
@@ -74,19 +77,31 @@ int cmd_forget(App& app, const Args& args) {
       ("dry-run,n", po::bool_switch(&dry_run), "show what would be removed and why the rest is kept")
       ("prune", po::bool_switch(&and_prune), "run keel prune afterwards (takes the prune options below)");
   add_prune_options(opts, prune_flags);
+  po::positional_options_description pos;
+  pos.add("snapshot", -1);
   po::variables_map vm;
-  if (!app.parse(args, opts, {}, vm)) return 0;
+  if (!app.parse(args, opts, pos, vm)) return 0;
   for (const std::string& job : jobs) selection.tags.push_back("job:" + job);
   engine::GroupBy grouping = parse_group_by(group_by);
-  engine::plan_forget({}, selection, policy, grouping);  // refuses an empty policy before asking for a password
+  if (!specs.empty() && (!policy.empty() || !selection.hosts.empty() || !selection.tags.empty() ||
+                         !selection.paths.empty())) {
+    throw Error(ErrorKind::kUsage, "keel forget: give snapshots or a policy with a selection, not both");
+  }
+  if (specs.empty()) engine::plan_forget({}, selection, policy, grouping);  // refuses an empty policy before asking for a password
   engine::PruneOptions prune_options_parsed = prune_options(prune_flags, dry_run);
   engine::PruneProgress progress;
   prune_options_parsed.progress = &progress;
 
+  if (!dry_run) app.refuse_if_append_only("keel forget", and_prune ? "deletes snapshots and packs" : "deletes snapshots");
   auto repo = app.open_repository("keel forget");
-  std::vector<engine::ForgetDecision> decisions = engine::forget(*repo, selection, policy, grouping, dry_run);
-  size_t kept = 0;
-  for (const auto& d : decisions) kept += d.keep;
+  std::vector<engine::ForgetDecision> decisions =
+      specs.empty() ? engine::forget(*repo, selection, policy, grouping, dry_run)
+                    : engine::forget_snapshots(*repo, specs, dry_run);
+  size_t kept = 0, locked = 0;
+  for (const auto& d : decisions) {
+    kept += d.keep;
+    locked += d.locked.has_value();
+  }
   std::optional<engine::PruneResult> pruned;
   if (and_prune) {
     Progress shown(app, "prune", [&] { return prune_status(progress); });
@@ -95,8 +110,11 @@ int cmd_forget(App& app, const Args& args) {
 
   if (app.global.json) {
     Json j;
-    j.begin_object().field("dry_run", dry_run).field("kept", static_cast<uint64_t>(kept)).field(
-        "removed", static_cast<uint64_t>(decisions.size() - kept));
+    j.begin_object()
+        .field("dry_run", dry_run)
+        .field("kept", static_cast<uint64_t>(kept))
+        .field("kept_locked", static_cast<uint64_t>(locked))
+        .field("removed", static_cast<uint64_t>(decisions.size() - kept));
     j.key("snapshots").begin_array();
     for (const auto& d : decisions) {
       j.begin_object()
@@ -106,8 +124,9 @@ int cmd_forget(App& app, const Args& args) {
           .field("paths", d.snapshot.paths)
           .field("tags", d.snapshot.tags)
           .field("keep", d.keep)
-          .field("reasons", d.reasons)
-          .end_object();
+          .field("reasons", d.reasons);
+      if (d.locked) j.field("locked_until", targets::iso8601_utc(d.locked->until_unix));
+      j.end_object();
     }
     j.end_array();
     if (pruned) {
@@ -120,7 +139,8 @@ int cmd_forget(App& app, const Args& args) {
   }
   if (!app.global.quiet) print_decisions(decisions, grouping, dry_run);
   app.say(std::string(dry_run ? "would remove " : "removed ") + std::to_string(decisions.size() - kept) +
-          " snapshots, kept " + std::to_string(kept));
+          " snapshots, kept " + std::to_string(kept) +
+          (locked ? " (" + std::to_string(locked) + " of them under Object Lock until their retain-until date)" : ""));
   if (pruned) print_prune(app, *pruned);
   return 0;
 }

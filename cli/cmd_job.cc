@@ -98,7 +98,6 @@ int job_add(App& app, const Args& args) {
       ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
       ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
       ("memory", count_option(&job.memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(job.memory_mib)), "MiB of data in flight at most")
-      ("append-only", po::bool_switch(&job.append_only), "runs back up as keel backup --append-only (no --keep-* then)")
       ("schedule", po::value(&job.schedule), "cron expression: \"0 2 * * *\", \"*/15 * * * *\", @daily, ...")
       ("timezone", po::value(&job.time_zone), "IANA time zone of the schedule (default: this machine's)")
       ("keep-last", count_option(&job.retention.last, "--keep-last", 0, kMaxKeepCount), "after each run keep the newest N snapshots of the job")
@@ -122,6 +121,7 @@ int job_add(App& app, const Args& args) {
   po::variables_map vm;
   if (!parse_named(app, args, "add", opts, job.name, jobs_file, vm)) return 0;
   jobs::validate_job_name(job.name);
+  job.append_only = app.global.append_only;  // its runs back up as keel backup --append-only (no --keep-* then)
   if (!job.is_copy() && (!job.copy_password_file.empty() || !job.copy_selection.hosts.empty() ||
                          !job.copy_selection.tags.empty() || !job.copy_selection.paths.empty() ||
                          !copy_newer_than.empty())) {
@@ -332,6 +332,10 @@ int job_run(App& app, const Args& args) {
   if (!parse_named(app, args, "run", opts, name, jobs_file, vm)) return 0;
   jobs::JobStore store(jobs_path(jobs_file));
   jobs::Job job = store.get(name);
+  if (app.global.append_only && !job.is_copy()) {
+    if (!job.retention.empty()) app.refuse_if_append_only("keel job run " + job.name, "forgets snapshots (its --keep-* rules)");
+    job.append_only = true;
+  }
   // The job's own password file wins over KEEL_PASSWORD_FILE, a flag over both.
   if (!vm.count("password-file") && !job.password_file.empty()) app.global.password_file = job.password_file;
 

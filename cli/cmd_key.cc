@@ -44,6 +44,7 @@ int cmd_key(App& app, const Args& args) {
   if (!app.parse(args, opts, pos, vm)) return 0;
   if (action.empty()) throw Error(ErrorKind::kUsage, "key needs an action: list, add or remove");
   if (put_only && action != "add") throw Error(ErrorKind::kUsage, "--put-only goes with key add");
+  if (action == "remove") app.refuse_if_append_only("keel key remove", "deletes a key slot");
   auto repo = app.open_repository("keel key");
   if (action == "list") {
     auto slots = repo->list_key_slots();

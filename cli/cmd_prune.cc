@@ -21,6 +21,7 @@ int cmd_prune(App& app, const Args& args) {
   engine::PruneOptions options = prune_options(flags, dry_run);
   engine::PruneProgress progress;
   options.progress = &progress;
+  if (!dry_run) app.refuse_if_append_only("keel prune", "deletes packs");
   auto repo = app.open_repository("keel prune");
   engine::PruneResult result;
   {

@@ -30,6 +30,7 @@ int cmd_tag(App& app, const Args& args) {
   change.remove = remove;
   if (!change.set && add.empty() && remove.empty()) throw Error(ErrorKind::kUsage, "give --add, --remove or --set");
 
+  app.refuse_if_append_only("keel tag", "rewrites snapshot records and deletes the old ones");
   auto repo = app.open_repository("keel tag");
   std::vector<catalog::SnapshotRecord> snapshots;
   for (const std::string& spec : specs) snapshots.push_back(repo->find_snapshot(spec));

@@ -51,6 +51,7 @@ int cmd_unlock(App& app, const Args& args) {
       ("yes,y", po::bool_switch(&yes), "do not ask for confirmation (for scripts)");
   po::variables_map vm;
   if (!app.parse(args, opts, {}, vm)) return 0;
+  app.refuse_if_append_only("keel unlock", "deletes leases");
 
   auto repo = app.open_repository("keel unlock");
   const int64_t now = engine::unix_now();

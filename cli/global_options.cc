@@ -28,6 +28,10 @@ po::options_description global_options(GlobalOptions& global) {
       ("rdma", po::value(&global.target.rdma),
        "S3: move object payloads by RDMA through the gateway's rdma_listen HOST:PORT, HTTP where declined "
        "(env KEEL_RDMA; docs/rdma.md)")
+      ("append-only", po::bool_switch(&global.append_only),
+       "this host may only create objects (env KEEL_APPEND_ONLY=1): backups and the jobs it adds write without "
+       "deleting or overwriting anything; forget, prune, tag, key remove, unlock, repair and a job with --keep-* "
+       "rules refuse (exit 2) before touching the repository")
       ("json", po::bool_switch(&global.json), "machine-readable output on stdout")
       ("quiet,q", po::bool_switch(&global.quiet), "no progress or summary output")
       ("help,h", "show help for this command");

@@ -17,6 +17,10 @@ struct GlobalOptions {
   std::string catalog;        // --catalog, KEEL_CATALOG
   bool json = false;
   bool quiet = false;
+  // --append-only, KEEL_APPEND_ONLY=1: this host may only create objects
+  // (docs/immutable.md): backups and jobs added write without a delete or an
+  // overwrite; commands that delete refuse before touching the repository.
+  bool append_only = false;
   std::string s3_timeout;     // --s3-timeout, KEEL_S3_TIMEOUT
   targets::TargetOptions target;  // --endpoint, --region, --ca-file, ...
 };

@@ -103,16 +103,10 @@ std::vector<ForgetDecision> plan_forget(std::vector<catalog::SnapshotRecord> sna
   return decisions;
 }
 
-std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& selection, const RetentionPolicy& policy,
-                                   GroupBy group_by, bool dry_run) {
-  // Snapshots other hosts wrote count too: the policy applies to the whole history.
-  repo.follow_log();
-  std::vector<ForgetDecision> decisions = plan_forget(repo.catalog().list_snapshots(), selection, policy, group_by);
-  if (dry_run) return decisions;
-  // Object Lock: nothing is deleted while a snapshot it would remove is locked.
-  for (const ForgetDecision& d : decisions) {
-    if (!d.keep) refuse_if_snapshot_locked(repo, d.snapshot);
-  }
+namespace {
+
+// Removes the snapshots `decisions` do not keep: target, catalog, then the log.
+void remove_forgotten(Repository& repo, const std::vector<ForgetDecision>& decisions) {
   ChangeLogEntry removed;
   for (const ForgetDecision& d : decisions) {
     if (d.keep) continue;
@@ -121,6 +115,41 @@ std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& se
     removed.snapshots_removed.push_back(d.snapshot.id);
   }
   repo.log_changes(removed);
+}
+
+}  // namespace
+
+std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& selection, const RetentionPolicy& policy,
+                                   GroupBy group_by, bool dry_run) {
+  // Snapshots other hosts wrote count too: the policy applies to the whole history.
+  repo.follow_log();
+  std::vector<ForgetDecision> decisions = plan_forget(repo.catalog().list_snapshots(), selection, policy, group_by);
+  // Object Lock: a locked snapshot stays until its lock ends, whatever the rules say.
+  if (repo.config().object_lock) {
+    for (ForgetDecision& d : decisions) {
+      if (d.keep) continue;
+      d.locked = active_retention(repo, snapshot_key(d.snapshot.id));
+      if (!d.locked) continue;
+      d.keep = true;
+      d.reasons = {std::string("locked (") + targets::lock_mode_name(d.locked->mode) + ") until " +
+                   targets::iso8601_utc(d.locked->until_unix)};
+    }
+  }
+  if (!dry_run) remove_forgotten(repo, decisions);
+  return decisions;
+}
+
+std::vector<ForgetDecision> forget_snapshots(Repository& repo, const std::vector<std::string>& specs, bool dry_run) {
+  repo.follow_log();
+  std::vector<ForgetDecision> decisions;
+  std::set<Id> named;
+  for (const std::string& spec : specs) {
+    catalog::SnapshotRecord snapshot = repo.find_snapshot(spec);
+    if (named.insert(snapshot.id).second) decisions.push_back({std::move(snapshot), false, {}});
+  }
+  // Nothing is deleted while a snapshot named is locked.
+  for (const ForgetDecision& d : decisions) refuse_if_snapshot_locked(repo, d.snapshot);
+  if (!dry_run) remove_forgotten(repo, decisions);
   return decisions;
 }
 

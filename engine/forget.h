@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "catalog/catalog.h"
 #include "engine/repository.h"
 #include "engine/snapshot_selection.h"
+#include "targets/retention.h"
 
 namespace keel::engine {
 
@@ -35,6 +37,9 @@ struct ForgetDecision {
   catalog::SnapshotRecord snapshot;
   bool keep = false;
   std::vector<std::string> reasons;  // "last 3", "daily 2026-11-20", "tag pinned"; empty when removed
+  // Object Lock: the policy would remove it, but its object is locked (kept,
+  // with reason "locked until ...", until the lock ends).
+  std::optional<targets::Retention> locked = std::nullopt;
 };
 
 // Pure: decides for every selected snapshot; `snapshots` in any order.
@@ -47,8 +52,15 @@ std::vector<ForgetDecision> plan_forget(std::vector<catalog::SnapshotRecord> sna
 // Plans against the repository's snapshots (after syncing the catalog, so
 // other hosts' snapshots count) and, unless dry_run, removes the forgotten
 // ones from the target and then the catalog. Data is reclaimed by prune.
-// Throws Error(kUsage) for an empty policy.
+// In an Object Lock repository a snapshot the policy would remove whose
+// object is still locked is kept instead (ForgetDecision::locked; a HEAD
+// each, dry run too). Throws Error(kUsage) for an empty policy.
 std::vector<ForgetDecision> forget(Repository& repo, const SnapshotSelection& selection, const RetentionPolicy& policy,
                                    GroupBy group_by, bool dry_run);
+
+// Removes the snapshots `specs` name (ids, unique prefixes, "latest"),
+// whatever any policy says. Throws Error(kLocked) naming the date, before
+// removing any, if one is under Object Lock; kNotFound for an unknown one.
+std::vector<ForgetDecision> forget_snapshots(Repository& repo, const std::vector<std::string>& specs, bool dry_run);
 
 }  // namespace keel::engine

@@ -12,6 +12,7 @@
 #include "engine/object_lock.h"
 #include "engine/pack.h"
 #include "engine/public_seal.h"
+#include "engine/repository_records.h"
 #include "engine/sealed_object.h"
 #include "targets/retention_guard.h"
 #include "util/codec.h"
@@ -345,6 +346,24 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   return repo;
 }
 
+RepoConfig read_config(targets::Target& target, const MasterKeys& keys) {
+  Bytes cfg = target.get(std::string(kConfigKey));
+  std::string what = target.describe() + "/config";
+  const bool v2 = cfg.size() >= kConfigMagicV2.size() && as_chars(ByteView(cfg).first(kConfigMagicV2.size())) == kConfigMagicV2;
+  if (v2 != (keys.format >= 2)) {
+    throw Error(ErrorKind::kIntegrity, what + ": the key slot is of format " + std::to_string(keys.format) +
+                                           ", the config is not");
+  }
+  Bytes body = open_object(v2 ? kConfigMagicV2 : kConfigMagic, "repository config", keys.index, cfg,
+                           as_bytes(kConfigAad), what);
+  RepoConfig config = decode_config(body, what);
+  if ((config.version >= 2) != v2) {
+    throw Error(ErrorKind::kIntegrity, what + ": format " + std::to_string(config.version) + " in a " +
+                                           (v2 ? "KEELCFG2" : "KEELCFG1") + " object");
+  }
+  return config;
+}
+
 std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> target, const OpenOptions& options) {
   std::string where = target->describe();
   if (!target->head(std::string(kConfigKey))) {
@@ -380,20 +399,7 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
     throw Error(ErrorKind::kWrongPassword,
                 where + ": wrong password (none of its " + std::to_string(slots.size()) + " key slots opens with it)");
   }
-  Bytes cfg = target->get(std::string(kConfigKey));
-  std::string what = where + "/config";
-  const bool v2 = cfg.size() >= kConfigMagicV2.size() && as_chars(ByteView(cfg).first(kConfigMagicV2.size())) == kConfigMagicV2;
-  if (v2 != (keys->format >= 2)) {
-    throw Error(ErrorKind::kIntegrity, what + ": the key slot is of format " + std::to_string(keys->format) +
-                                           ", the config is not");
-  }
-  Bytes body = open_object(v2 ? kConfigMagicV2 : kConfigMagic, "repository config", keys->index, cfg,
-                           as_bytes(kConfigAad), what);
-  RepoConfig config = decode_config(body, what);
-  if ((config.version >= 2) != v2) {
-    throw Error(ErrorKind::kIntegrity, what + ": format " + std::to_string(config.version) + " in a " +
-                                           (v2 ? "KEELCFG2" : "KEELCFG1") + " object");
-  }
+  RepoConfig config = read_config(*target, *keys);
   target = lock_writes(std::move(target), config);
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
@@ -691,12 +697,17 @@ void Repository::recover_missing_pack(const Id& pack, std::span<const Id> blobs)
 }
 
 std::optional<catalog::SnapshotRecord> Repository::read_snapshot(const Id& id) {
-  std::string what = target_->describe() + "/" + snapshot_key(id);
+  return read_snapshot_object(*target_, keys_, id);
+}
+
+std::optional<catalog::SnapshotRecord> read_snapshot_object(targets::Target& target, const MasterKeys& keys,
+                                                            const Id& id) {
+  std::string what = target.describe() + "/" + snapshot_key(id);
   catalog::SnapshotRecord snap;
-  if (keys_.format >= 2) {
+  if (keys.format >= 2) {
     Bytes object;
     try {
-      object = target_->get(snapshot_key(id));
+      object = target.get(snapshot_key(id));
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kNotFound) return std::nullopt;
       throw;
@@ -704,9 +715,9 @@ std::optional<catalog::SnapshotRecord> Repository::read_snapshot(const Id& id) {
     if (object.size() < kSnapshotMagicV2.size() || as_chars(ByteView(object).first(kSnapshotMagicV2.size())) != kSnapshotMagicV2) {
       throw Error(ErrorKind::kIntegrity, what + ": not a keel format-2 snapshot");
     }
-    snap = open_snapshot_v2(keys_, object, id, what);
+    snap = open_snapshot_v2(keys, object, id, what);
   } else {
-    std::optional<Bytes> body = read_object(*target_, snapshot_key(id), kSnapshotMagic, "snapshot", keys_.data, id.view(), what);
+    std::optional<Bytes> body = read_object(target, snapshot_key(id), kSnapshotMagic, "snapshot", keys.data, id.view(), what);
     if (!body) return std::nullopt;
     snap = decode_snapshot(*body, what);
   }

@@ -1,5 +1,7 @@
 #include "targets/open_target.h"
 
+#include "targets/open_versioned_store.h"
+
 #include <cstdlib>
 
 #include "targets/local/local_target.h"
@@ -28,31 +30,41 @@ std::shared_ptr<s3::RdmaChannel> open_rdma_channel(const std::string& address) {
   return std::make_shared<s3::RdmaChannel>(std::move(transport), server, session);
 }
 
-std::unique_ptr<Target> open_bare_target(const std::string& location, const TargetOptions& options) {
+bool is_s3(const std::string& location) {
   if (location.empty()) throw Error(ErrorKind::kUsage, "no repository given: use --repo or set KEEL_REPO");
-  if (location.rfind("s3://", 0) == 0) {
-    s3::S3ClientOptions client;
-    client.endpoint = options.endpoint;
-    for (const char* var : {"KEEL_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
-      if (const char* v = std::getenv(var); client.endpoint.empty() && v && *v) client.endpoint = v;
-    }
-    if (client.endpoint.empty()) client.endpoint = "https://s3.amazonaws.com";
-    s3::ResolvedCredentials creds = s3::resolve_credentials({.access_key_id = options.access_key_id,
-                                                             .secret_access_key = options.secret_access_key,
-                                                             .session_token = options.session_token,
-                                                             .profile = options.profile,
-                                                             .region = options.region});
-    client.region = creds.region;
-    client.virtual_hosted = options.virtual_hosted;
-    client.http.ca_file = options.ca_file;
-    client.http.insecure_tls = options.insecure_tls;
-    client.http.timeout = options.io_timeout;
-    client.object_acl = options.object_acl;
-    if (!options.rdma.empty()) client.rdma = open_rdma_channel(options.rdma);
+  return location.rfind("s3://", 0) == 0;
+}
+
+// The S3 client's options and credentials, from `options` and the environment.
+std::pair<s3::S3ClientOptions, s3::Credentials> s3_client_setup(const TargetOptions& options) {
+  s3::S3ClientOptions client;
+  client.endpoint = options.endpoint;
+  for (const char* var : {"KEEL_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
+    if (const char* v = std::getenv(var); client.endpoint.empty() && v && *v) client.endpoint = v;
+  }
+  if (client.endpoint.empty()) client.endpoint = "https://s3.amazonaws.com";
+  s3::ResolvedCredentials creds = s3::resolve_credentials({.access_key_id = options.access_key_id,
+                                                           .secret_access_key = options.secret_access_key,
+                                                           .session_token = options.session_token,
+                                                           .profile = options.profile,
+                                                           .region = options.region});
+  client.region = creds.region;
+  client.virtual_hosted = options.virtual_hosted;
+  client.http.ca_file = options.ca_file;
+  client.http.insecure_tls = options.insecure_tls;
+  client.http.timeout = options.io_timeout;
+  client.object_acl = options.object_acl;
+  if (!options.rdma.empty()) client.rdma = open_rdma_channel(options.rdma);
+  return {client, creds.credentials};
+}
+
+std::unique_ptr<Target> open_bare_target(const std::string& location, const TargetOptions& options) {
+  if (is_s3(location)) {
+    const auto setup = s3_client_setup(options);
     // Creating the bucket is the one request made before the decorators are on.
     std::atomic<uint64_t> retries{0};
     return retry_transient(options.retry, retries,
-                           [&] { return s3::open_s3_target(location, client, creds.credentials, options.create); });
+                           [&] { return s3::open_s3_target(location, setup.first, setup.second, options.create); });
   }
   std::string path = location;
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
@@ -65,6 +77,15 @@ std::unique_ptr<Target> open_bare_target(const std::string& location, const Targ
 }
 
 }  // namespace
+
+std::unique_ptr<VersionedStore> open_versioned_store(const std::string& location, const TargetOptions& options) {
+  if (!is_s3(location)) {
+    throw Error(ErrorKind::kUsage, location + ": a local directory keeps no versions of objects (versions need an S3 "
+                                              "bucket with versioning or Object Lock)");
+  }
+  auto [client, credentials] = s3_client_setup(options);
+  return s3::open_s3_versions(location, std::move(client), std::move(credentials));
+}
 
 std::unique_ptr<Target> open_target(const std::string& location, const TargetOptions& options) {
   return make_metered_target(

@@ -47,6 +47,12 @@ void MemoryStore::set_retention(const std::string& key, std::optional<Retention>
   }
 }
 
+size_t MemoryStore::version_count(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = versions_.find(key);
+  return it == versions_.end() ? 0 : it->second.size();
+}
+
 namespace {
 
 // As S3 refuses it: a change to an object whose retention has not expired. Called under the store's lock.
@@ -59,25 +65,88 @@ void refuse_if_locked(const std::map<std::string, Retention>& retention, const s
                                         iso8601_utc(it->second.until_unix));
 }
 
-// Stores a committed object with its retention. Called under the store's lock.
-void store_object(std::map<std::string, Bytes>& objects, std::map<std::string, Retention>& retention,
-                  const std::string& key, Bytes data, const std::optional<Retention>& lock, const std::string& where) {
-  refuse_if_locked(retention, key, where, "overwrite");
-  objects[key] = std::move(data);
-  if (lock) {
-    retention[key] = *lock;
-  } else {
-    retention.erase(key);
-  }
+size_t copy_range(const Bytes& data, uint64_t offset, std::span<uint8_t> out) {
+  if (offset >= data.size()) return 0;
+  const size_t n = std::min<uint64_t>(out.size(), data.size() - offset);
+  std::memcpy(out.data(), data.data() + offset, n);
+  return n;
 }
 
 }  // namespace
 
+void MemoryStore::push_version(const std::string& key, StoredVersion version) {
+  std::vector<StoredVersion>& versions = versions_[key];
+  if (!versions.empty() && !versions.front().delete_marker) {
+    auto current = retention_.find(key);  // the current version's lock may have been extended since
+    versions.front().retention =
+        current == retention_.end() ? std::nullopt : std::optional<Retention>(current->second);
+  }
+  version.id = "v" + std::to_string(next_version_++);
+  version.modified_unix = unix_now();
+  versions.insert(versions.begin(), std::move(version));
+}
+
+void MemoryStore::store(const std::string& key, Bytes data, const std::optional<Retention>& lock, bool versioned,
+                        const std::string& where) {
+  if (versioned) {
+    push_version(key, {.data = data, .retention = lock});
+  } else {
+    refuse_if_locked(retention_, key, where, "overwrite");
+  }
+  objects_[key] = std::move(data);
+  if (lock) {
+    retention_[key] = *lock;
+  } else {
+    retention_.erase(key);
+  }
+}
+
+void MemoryStore::erase(const std::string& key, bool versioned, const std::string& where) {
+  if (versioned) {
+    if (objects_.count(key)) push_version(key, {.delete_marker = true});
+  } else {
+    if (!objects_.count(key)) return;
+    refuse_if_locked(retention_, key, where, "delete");
+  }
+  objects_.erase(key);
+  retention_.erase(key);
+}
+
+void MemoryStore::remove_version(const std::string& key, const std::string& version_id, bool bypass_governance,
+                                 const std::string& where) {
+  auto found = versions_.find(key);
+  if (found == versions_.end()) return;
+  std::vector<StoredVersion>& versions = found->second;
+  auto it = std::find_if(versions.begin(), versions.end(), [&](const StoredVersion& v) { return v.id == version_id; });
+  if (it == versions.end()) return;
+  const bool current = it == versions.begin();
+  std::optional<Retention> lock = it->retention;
+  if (current && !it->delete_marker) {
+    auto r = retention_.find(key);
+    lock = r == retention_.end() ? std::nullopt : std::optional<Retention>(r->second);
+  }
+  if (lock && lock->locked_at(unix_now()) && !(bypass_governance && lock->mode == LockMode::kGovernance)) {
+    throw Error(ErrorKind::kTargetIo, where + " version " + version_id + ": AccessDenied: cannot delete a version under " +
+                                          lock_mode_name(lock->mode) + " retention until " +
+                                          iso8601_utc(lock->until_unix));
+  }
+  versions.erase(it);
+  if (!current) return;
+  objects_.erase(key);
+  retention_.erase(key);
+  if (versions.empty()) {
+    versions_.erase(found);
+  } else if (!versions.front().delete_marker) {
+    objects_[key] = versions.front().data;
+    if (versions.front().retention) retention_[key] = *versions.front().retention;
+  }
+}
+
 class MemoryUpload : public Upload {
  public:
   MemoryUpload(std::shared_ptr<MemoryStore> store, std::string where, uint64_t id,
-               std::shared_ptr<MemoryStore::PendingUpload> pending)
-      : store_(std::move(store)), where_(std::move(where)), id_(id), pending_(std::move(pending)) {}
+               std::shared_ptr<MemoryStore::PendingUpload> pending, bool versioned)
+      : store_(std::move(store)), where_(std::move(where)), id_(id), pending_(std::move(pending)), versioned_(versioned) {}
   ~MemoryUpload() override { abort(); }
 
   void write_part(uint32_t part_number, uint64_t offset, ByteView data) override {
@@ -98,7 +167,7 @@ class MemoryUpload : public Upload {
       }
       whole.insert(whole.end(), part.second.begin(), part.second.end());
     }
-    store_object(store_->objects_, store_->retention_, pending_->key, std::move(whole), pending_->retention, where_);
+    store_->store(pending_->key, std::move(whole), pending_->retention, versioned_, where_);
     store_->uploads_.erase(id_);
     done_ = committed_ = true;
   }
@@ -123,6 +192,7 @@ class MemoryUpload : public Upload {
   std::string where_;
   uint64_t id_;
   std::shared_ptr<MemoryStore::PendingUpload> pending_;
+  bool versioned_;
   bool done_ = false, committed_ = false;
 };
 
@@ -142,25 +212,21 @@ class MemoryTarget : public Target {
     std::lock_guard lock(store_->mu_);
     const uint64_t id = store_->next_upload_++;
     store_->uploads_[id] = pending;
-    return std::make_unique<MemoryUpload>(store_, where(key), id, pending);
+    return std::make_unique<MemoryUpload>(store_, where(key), id, pending, options_.versioning);
   }
 
   void put(const std::string& key, ByteView data) override {
     Bytes copy(data.begin(), data.end());
     const std::optional<Retention> lock_until = retention_for(key);
     std::lock_guard lock(store_->mu_);
-    store_object(store_->objects_, store_->retention_, key, std::move(copy), lock_until, where(key));
+    store_->store(key, std::move(copy), lock_until, options_.versioning, where(key));
   }
 
   size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) override {
     std::lock_guard lock(store_->mu_);
     auto it = store_->objects_.find(key);
     if (it == store_->objects_.end()) throw Error(ErrorKind::kNotFound, where(key) + ": no such object");
-    const Bytes& data = it->second;
-    if (offset >= data.size()) return 0;
-    const size_t n = std::min<uint64_t>(out.size(), data.size() - offset);
-    std::memcpy(out.data(), data.data() + offset, n);
-    return n;
+    return copy_range(it->second, offset, out);
   }
 
   std::optional<ObjectInfo> head(const std::string& key) override {
@@ -187,10 +253,7 @@ class MemoryTarget : public Target {
 
   void remove(const std::string& key) override {
     std::lock_guard lock(store_->mu_);
-    if (!store_->objects_.count(key)) return;
-    refuse_if_locked(store_->retention_, key, where(key), "delete");
-    store_->objects_.erase(key);
-    store_->retention_.erase(key);
+    store_->erase(key, options_.versioning, where(key));
   }
 
   bool object_lock_enabled() override { return options_.object_lock; }
@@ -243,8 +306,60 @@ class MemoryTarget : public Target {
   std::optional<WriteRetention> write_retention_;
 };
 
+// The versions of a versioned store, as an administrator lists and removes them.
+class MemoryVersions : public VersionedStore {
+ public:
+  MemoryVersions(std::shared_ptr<MemoryStore> store, std::string name) : store_(std::move(store)), name_(std::move(name)) {}
+
+  std::string describe() const override { return "memory:" + name_; }
+
+  void list_versions(const std::string& prefix, const std::function<void(const ObjectVersion&)>& fn) override {
+    std::vector<ObjectVersion> found;
+    {
+      std::lock_guard lock(store_->mu_);
+      for (auto it = store_->versions_.lower_bound(prefix);
+           it != store_->versions_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+        bool latest = true;
+        for (const MemoryStore::StoredVersion& v : it->second) {
+          found.push_back({it->first, v.id, v.delete_marker, latest, v.data.size(), v.modified_unix});
+          latest = false;
+        }
+      }
+    }
+    for (const ObjectVersion& v : found) fn(v);
+  }
+
+  size_t get_version_range(const std::string& key, const std::string& version_id, uint64_t offset,
+                           std::span<uint8_t> out) override {
+    std::lock_guard lock(store_->mu_);
+    auto found = store_->versions_.find(key);
+    if (found != store_->versions_.end()) {
+      for (const MemoryStore::StoredVersion& v : found->second) {
+        if (v.id != version_id || v.delete_marker) continue;
+        return copy_range(v.data, offset, out);
+      }
+    }
+    throw Error(ErrorKind::kNotFound, where(key) + " version " + version_id + ": no such version");
+  }
+
+  void remove_version(const std::string& key, const std::string& version_id, bool bypass_governance) override {
+    std::lock_guard lock(store_->mu_);
+    store_->remove_version(key, version_id, bypass_governance, where(key));
+  }
+
+ private:
+  std::string where(const std::string& key) const { return describe() + "/" + key; }
+
+  std::shared_ptr<MemoryStore> store_;
+  std::string name_;
+};
+
 std::unique_ptr<Target> open_memory_target(std::shared_ptr<MemoryStore> store, MemoryTargetOptions options) {
   return std::make_unique<MemoryTarget>(std::move(store), std::move(options));
+}
+
+std::unique_ptr<VersionedStore> open_memory_versions(std::shared_ptr<MemoryStore> store, std::string name) {
+  return std::make_unique<MemoryVersions>(std::move(store), std::move(name));
 }
 
 }  // namespace keel::targets::memory

@@ -441,4 +441,56 @@ void S3Client::delete_objects(const std::string& bucket, const std::vector<std::
   }
 }
 
+void S3Client::list_object_versions(const std::string& bucket, const std::string& prefix,
+                                    const std::function<void(const ObjectVersion&)>& fn) {
+  std::string key_marker, version_marker;
+  for (;;) {
+    Request r{"GET", bucket, "", {{"versions", ""}, {"prefix", prefix}, {"max-keys", "1000"}}, {}, {}, {}};
+    if (!key_marker.empty()) {
+      r.query.emplace_back("key-marker", key_marker);
+      if (!version_marker.empty()) r.query.emplace_back("version-id-marker", version_marker);
+    }
+    HttpResponse resp = execute(r);
+    if (resp.status / 100 != 2) fail(r, resp);
+    pt::ptree tree = parse_xml(resp.body, "ListObjectVersions");
+    pt::ptree result = child(tree, "ListVersionsResult");
+    for (const auto& [name, node] : result) {
+      if (name != "Version" && name != "DeleteMarker") continue;
+      ObjectVersion v;
+      v.key = node.get<std::string>("Key", "");
+      v.version_id = node.get<std::string>("VersionId", "");
+      v.delete_marker = name == "DeleteMarker";
+      v.latest = node.get<std::string>("IsLatest", "false") == "true";
+      v.size = node.get<uint64_t>("Size", 0);
+      v.modified_unix = parse_iso8601_utc(node.get<std::string>("LastModified", "")).value_or(0);
+      fn(v);
+    }
+    if (result.get<std::string>("IsTruncated", "false") != "true") return;
+    key_marker = result.get<std::string>("NextKeyMarker", "");
+    version_marker = result.get<std::string>("NextVersionIdMarker", "");
+    if (key_marker.empty()) {
+      throw Error(ErrorKind::kTargetIo, describe(bucket) + ": truncated version listing without a key marker");
+    }
+  }
+}
+
+size_t S3Client::get_version_range(const std::string& bucket, const std::string& key, const std::string& version_id,
+                                   uint64_t offset, std::span<uint8_t> out) {
+  if (out.empty()) return 0;
+  Request r{"GET", bucket, key, {{"versionId", version_id}},
+            {{"range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + out.size() - 1)}}, {}, out};
+  HttpResponse resp = execute(r);
+  if (resp.status == 416) return 0;  // offset at or past the end
+  if (resp.status == 206 || (resp.status == 200 && offset == 0)) return resp.body_size;
+  fail(r, resp);
+}
+
+void S3Client::delete_object_version(const std::string& bucket, const std::string& key, const std::string& version_id,
+                                     bool bypass_governance) {
+  Request r{"DELETE", bucket, key, {{"versionId", version_id}}, {}, {}, {}};
+  if (bypass_governance) r.headers.emplace_back("x-amz-bypass-governance-retention", "true");
+  HttpResponse resp = execute(r);
+  if (resp.status / 100 != 2 && resp.status != 404) fail(r, resp);
+}
+
 }  // namespace keel::targets::s3

@@ -20,6 +20,7 @@
 #include "targets/s3/http_client.h"
 #include "targets/s3/rdma_channel.h"
 #include "targets/s3/sigv4.h"
+#include "targets/versioned_store.h"
 
 namespace keel::targets::s3 {
 
@@ -101,6 +102,18 @@ class S3Client {
   void delete_object(const std::string& bucket, const std::string& key);
   // DeleteObjects, 1000 keys per request.
   void delete_objects(const std::string& bucket, const std::vector<std::string>& keys);
+
+  // Versions (versioned and Object Lock buckets): ListObjectVersions with
+  // key and version markers, every version and delete marker, each key's newest first.
+  void list_object_versions(const std::string& bucket, const std::string& prefix,
+                            const std::function<void(const ObjectVersion&)>& fn);
+  // get_range of one version (GetObject with versionId).
+  size_t get_version_range(const std::string& bucket, const std::string& key, const std::string& version_id,
+                           uint64_t offset, std::span<uint8_t> out);
+  // DeleteObject with versionId: that version is gone for good. A version
+  // already gone is no error.
+  void delete_object_version(const std::string& bucket, const std::string& key, const std::string& version_id,
+                             bool bypass_governance);
 
   const S3Stats& stats() const { return stats_; }
   // The RDMA channel's reconnects (0 without one).

@@ -172,6 +172,34 @@ class S3Target : public Target {
   std::optional<WriteRetention> write_retention_;
 };
 
+class S3Versions : public VersionedStore {
+ public:
+  S3Versions(std::string bucket, std::string prefix, S3ClientOptions options, Credentials credentials)
+      : bucket_(std::move(bucket)), prefix_(std::move(prefix)), client_(std::move(options), std::move(credentials)) {}
+
+  std::string describe() const override { return "s3://" + bucket_ + "/" + prefix_; }
+
+  void list_versions(const std::string& prefix, const std::function<void(const ObjectVersion&)>& fn) override {
+    client_.list_object_versions(bucket_, prefix_ + prefix, [&](ObjectVersion v) {
+      v.key.erase(0, prefix_.size());
+      fn(v);
+    });
+  }
+
+  size_t get_version_range(const std::string& key, const std::string& version_id, uint64_t offset,
+                           std::span<uint8_t> out) override {
+    return client_.get_version_range(bucket_, prefix_ + key, version_id, offset, out);
+  }
+
+  void remove_version(const std::string& key, const std::string& version_id, bool bypass_governance) override {
+    client_.delete_object_version(bucket_, prefix_ + key, version_id, bypass_governance);
+  }
+
+ private:
+  std::string bucket_, prefix_;
+  S3Client client_;
+};
+
 }  // namespace
 
 std::pair<std::string, std::string> parse_s3_url(const std::string& url) {
@@ -193,6 +221,12 @@ std::unique_ptr<Target> open_s3_target(const std::string& url, S3ClientOptions o
   auto target = std::make_unique<S3Target>(bucket, prefix, std::move(options), std::move(credentials));
   if (create) target->client().create_bucket(bucket);
   return target;
+}
+
+std::unique_ptr<VersionedStore> open_s3_versions(const std::string& url, S3ClientOptions options,
+                                                 Credentials credentials) {
+  auto [bucket, prefix] = parse_s3_url(url);
+  return std::make_unique<S3Versions>(bucket, prefix, std::move(options), std::move(credentials));
 }
 
 }  // namespace keel::targets::s3

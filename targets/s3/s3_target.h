@@ -8,6 +8,7 @@
 
 #include "targets/s3/s3_client.h"
 #include "targets/target.h"
+#include "targets/versioned_store.h"
 
 namespace keel::targets::s3 {
 
@@ -15,6 +16,11 @@ namespace keel::targets::s3 {
 // is created if missing.
 std::unique_ptr<Target> open_s3_target(const std::string& url, S3ClientOptions options, Credentials credentials,
                                        bool create);
+
+// The versions of the objects under the url's prefix (ListObjectVersions,
+// GetObject and DeleteObject by versionId), requests made once each.
+std::unique_ptr<VersionedStore> open_s3_versions(const std::string& url, S3ClientOptions options,
+                                                 Credentials credentials);
 
 // Splits "s3://bucket/prefix/" into {"bucket", "prefix/"} (prefix empty or
 // ending in '/'); throws Error(kUsage) for anything else.

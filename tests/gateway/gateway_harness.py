@@ -1,7 +1,9 @@
 """Starts `keel gateway` on loopback with a generated configuration and a
 self-signed certificate, for tests that drive it with real S3 clients."""
 import filecmp
+import json
 import os
+import random
 import shutil
 import subprocess
 import tempfile
@@ -144,6 +146,12 @@ def boto3_client(gateway, scheme, user="alice", secret=None, access=None):
                                       signature_version="s3v4"))
 
 
+def enable_object_lock(client, bucket):
+    """Versioning, then Object Lock, on `bucket` (as its owner turns them on)."""
+    client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    client.put_object_lock_configuration(Bucket=bucket, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})
+
+
 def error_of(fn):
     """The botocore ClientError response that fn() raises; AssertionError when it succeeds."""
     from botocore.exceptions import ClientError
@@ -180,6 +188,22 @@ class KeelRepositoryTest:
         p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         self.assertEqual(p.returncode, expect, f"{' '.join(command)}\nstdout: {p.stdout}\nstderr: {p.stderr}")
         return p
+
+    def back_up_runs(self, runs, size, *args, user="carol"):
+        """`runs` backups as `user` (with `args`) of self.tmp/source, which gains a random file of
+        `size` + n bytes before run n; returns the source and [(snapshot id, a frozen copy of it)]."""
+        rng = random.Random(18)
+        source = os.path.join(self.tmp, "source")
+        os.makedirs(source)
+        snapshots = []
+        for run in range(runs):
+            with open(os.path.join(source, f"file{run}"), "wb") as f:
+                f.write(rng.randbytes(size + run))
+            p = self.keel("--json", "backup", *args, source, user=user)
+            frozen = os.path.join(self.tmp, f"frozen-{run}")
+            shutil.copytree(source, frozen)
+            snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))  # status lines come first
+        return source, snapshots
 
     def restore_all_as_of(self, snapshots, source, user="carol"):
         """Restores each (snapshot, frozen copy of `source` as it was then) and compares the two."""

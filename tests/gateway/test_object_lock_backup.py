@@ -5,19 +5,19 @@ repository; carol backs up; every object keel wrote is locked, and a pack
 whose lock an administrator shortened is extended by the next backup
 (PutObjectRetention, no data sent again). The attack with carol's
 credentials (delete, overwrite with garbage, shorten a retention, delete a
-version, keel forget and prune) fails with clear errors and every snapshot
+version, keel forget of a snapshot and prune) fails with clear errors (forget by
+keep rules keeps the locked snapshots) and every snapshot
 restores byte for byte. alice, the administrator, bypasses GOVERNANCE and
 deletes a snapshot's version. A bucket without Object Lock and a local
 directory are refused by `keel init --object-lock`."""
 import datetime
 import json
 import os
-import random
 import shutil
 import tempfile
 import unittest
 
-from gateway_harness import Gateway, KeelRepositoryTest, boto3_client, error_of
+from gateway_harness import Gateway, KeelRepositoryTest, boto3_client, enable_object_lock, error_of
 
 CAROL = KeelRepositoryTest.CAROL
 DAY = datetime.timedelta(days=1)
@@ -33,9 +33,7 @@ class ObjectLockBackup(KeelRepositoryTest, unittest.TestCase):
         cls.gateway = Gateway(extra_config=extra)
         cls.alice = boto3_client(cls.gateway, "http")
         cls.carol = boto3_client(cls.gateway, "http", access=CAROL[0], secret=CAROL[1])
-        cls.alice.put_bucket_versioning(Bucket="vault", VersioningConfiguration={"Status": "Enabled"})
-        cls.alice.put_object_lock_configuration(Bucket="vault",
-                                                ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})
+        enable_object_lock(cls.alice, "vault")
 
     @classmethod
     def tearDownClass(cls):
@@ -63,17 +61,7 @@ class ObjectLockBackup(KeelRepositoryTest, unittest.TestCase):
 
     def test_locked_backups_survive_the_attack(self):
         self.keel("init", "--object-lock", "governance", "--lock-period", "1d", user="alice")
-        rng = random.Random(18)
-        source = os.path.join(self.tmp, "source")
-        os.makedirs(source)
-        snapshots = []
-        for run in range(2):
-            with open(os.path.join(source, f"file{run}"), "wb") as f:
-                f.write(rng.randbytes((3 << 20) + run))
-            p = self.keel("--json", "backup", "--append-only", source)
-            frozen = os.path.join(self.tmp, f"frozen-{run}")
-            shutil.copytree(source, frozen)
-            snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))  # status lines come first
+        source, snapshots = self.back_up_runs(2, 3 << 20, "--append-only")
 
         # Every object keel wrote but its leases is locked a period and a margin ahead.
         now = datetime.datetime.now(datetime.timezone.utc)
@@ -111,8 +99,12 @@ class ObjectLockBackup(KeelRepositoryTest, unittest.TestCase):
                         lambda: self.carol.put_object(Bucket="vault", Key="repo/config", Body=b"garbage"),
                         lambda: self.carol.put_object_retention(Bucket="vault", Key=pack, Retention=short)):
             self.assertEqual(error_of(attempt)["Error"]["Code"], "AccessDenied")
-        p = self.keel("forget", "--keep-last", "1", "--prune", "--grace", "0s", expect=8)
+        p = self.keel("forget", snapshots[0][0], expect=8)
         self.assertIn("Object Lock GOVERNANCE retention until", p.stderr)
+        # Keep rules keep what is locked, and say until when.
+        report = json.loads(self.keel("--json", "forget", "--keep-last", "1").stdout)
+        self.assertEqual((report["removed"], report["kept_locked"]), (0, 2))
+        self.assertEqual(sum("locked_until" in s for s in report["snapshots"]), 2)
         p = self.keel("--json", "prune", "--grace", "0s")
         self.restore_all_as_of(snapshots, source)
         # Without the append grant's ceiling, a locked version still cannot go without the bypass.

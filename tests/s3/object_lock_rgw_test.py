@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Object Lock repositories (docs/immutable.md) against the real Ceph RGW: a bucket created with
 Object Lock takes `keel init --object-lock compliance`, a backup locks what it writes (RGW reports
-COMPLIANCE and a date a period ahead), a locked version cannot be deleted, `keel forget` is refused
-with the date, and a bucket without Object Lock is refused by init.
+COMPLIANCE and a date a period ahead), a locked version cannot be deleted, `keel forget` of a snapshot is refused
+with the date (keep rules keep it), and a bucket without Object Lock is refused by init.
 
   tests/s3/with-rgw.sh python3 tests/s3/object_lock_rgw_test.py
 """
@@ -73,8 +73,10 @@ class RgwObjectLock(unittest.TestCase):
         with self.assertRaises(ClientError) as refused:
             self.s3.delete_object(Bucket=bucket, Key=packs[0], VersionId=version)
         self.assertEqual(refused.exception.response["Error"]["Code"], "AccessDenied")
-        p = self.keel(bucket, "forget", "--keep-last", "1", expect=8)
+        p = self.keel(bucket, "forget", "latest", expect=8)
         self.assertIn("COMPLIANCE retention until", p.stderr)
+        p = self.keel(bucket, "forget", "--keep-last", "1")
+        self.assertIn("1 of them under Object Lock", p.stdout)
         self.keel(bucket, "check")
 
 

@@ -115,18 +115,27 @@ TEST_CASE("an Object Lock repository locks, extends and never deletes what is lo
     CHECK(find_short_retention(*other).empty());
   }
 
-  SECTION("forget refuses a locked snapshot; prune deletes a pack only once its lock ends") {
-    CHECK_THROWS_MATCHES(forget(*repo, {}, RetentionPolicy{.last = 1}, GroupBy::kNone, false), Error,
+  SECTION("forget keeps locked snapshots, refuses one named; prune deletes a pack only once its lock ends") {
+    CHECK_THROWS_MATCHES(forget_snapshots(*repo, {first.hex()}, false), Error,
                          Catch::Matchers::Predicate<Error>([](const Error& e) {
                            return e.kind() == ErrorKind::kLocked &&
                                   std::string(e.what()).find("retention until") != std::string::npos;
                          }));
+    // A policy keeps what is locked, and says until when.
+    const std::vector<ForgetDecision> kept = forget(*repo, {}, RetentionPolicy{.last = 1}, GroupBy::kNone, false);
+    REQUIRE(kept.size() == 2);
+    CHECK(kept[1].snapshot.id == first);
+    CHECK(kept[1].keep);
+    REQUIRE(kept[1].locked);
+    CHECK(kept[1].locked->until_unix >= now + kDay);
+    CHECK(kept[1].reasons.at(0).find("locked (GOVERNANCE) until ") == 0);
+    CHECK(!kept[0].locked);
     CHECK(repo->catalog().list_snapshots().size() == 2);
     CHECK_THROWS_AS(repo->target().remove(snapshot_key(first)), Error);
     CHECK(store->objects().count(snapshot_key(first)));
 
     expire(*store, "snapshots/");
-    forget(*repo, {}, RetentionPolicy{.last = 1}, GroupBy::kNone, false);
+    CHECK(!forget(*repo, {}, RetentionPolicy{.last = 1}, GroupBy::kNone, false)[1].keep);
     REQUIRE(repo->catalog().list_snapshots().size() == 1);
     CHECK(repo->catalog().list_snapshots().front().id == second);
     const size_t packs_before = repo->catalog().list_packs().size();
