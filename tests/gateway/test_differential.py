@@ -228,6 +228,7 @@ class Sequence:
         self.etags = {}  # key -> the ETag of its last put body
         self.multipart = set()  # keys last written by a multipart upload
         self.written = set()
+        self.marked = set()  # keys deleted without a version id in a bucket that has had versioning
         self.versioning = None
         # The operations added later (parts, overrides, dates, attributes, checksums, ListBuckets) draw
         # from a stream of their own, so that each seed's first operations stay those triaged before.
@@ -276,7 +277,10 @@ class Sequence:
         r = self.random.random()
         # RGW 16 ignores If-None-Match: * in a bucket with versioning on (it writes a new version; S3
         # refuses, 412, as keel): there it goes only with keys not written yet, which both servers write.
-        if r < 0.5 and (self.versioning is None or op["key"] not in self.written):
+        # And it refuses it (412) on a key whose current version is a delete marker, where S3 writes (no
+        # current object, as keel): nor with keys deleted there.
+        fresh = op["key"] not in self.written and op["key"] not in self.marked
+        if r < 0.5 and (self.versioning is None or fresh):
             op["headers"] = {"If-None-Match": "*"}
         else:
             op["headers"] = {"If-Match": self.etags.get(op["key"], '"0123456789abcdef0123456789abcdef"')
@@ -315,7 +319,10 @@ class Sequence:
         return self.random.choice(["null", "unknown"])
 
     def make_delete(self):
-        return {"name": "delete", "key": self.key()}
+        key = self.key()
+        if self.versioning:
+            self.marked.add(key)
+        return {"name": "delete", "key": key}
 
     def make_delete_version(self):
         return {"name": "delete_version", "key": self.key(), "version": self.pick_version()}
@@ -329,6 +336,8 @@ class Sequence:
             if r.random() < 0.2:
                 entry["VersionId"] = self.pick_version()
             objects.append(entry)
+        if self.versioning:
+            self.marked.update(o["Key"] for o in objects if "VersionId" not in o)
         return {"name": "delete_objects", "objects": objects, "quiet": r.random() < 0.3}
 
     def make_copy(self):
@@ -410,10 +419,10 @@ class Sequence:
               "bad_etag": r.random() < 0.1, "descending": len(parts) > 1 and r.random() < 0.1,
               "if_none_match": r.random() < 0.15}
         # RGW 16 completes a descending part list (S3 refuses it, InvalidPartOrder, as keel): there with a
-        # wrong ETag too, which both refuse. And it ignores If-None-Match: * on a Complete in a bucket that
-        # has had versioning (as on PutObject; see make_put_conditional): there only for new keys.
+        # wrong ETag too, which both refuse. And If-None-Match: * on a Complete in a bucket that has had
+        # versioning as on PutObject (see make_put_conditional): there only for new keys.
         op["bad_etag"] = op["bad_etag"] or op["descending"]
-        op["if_none_match"] = op["if_none_match"] and (self.versioning is None or not written)
+        op["if_none_match"] = op["if_none_match"] and (self.versioning is None or not (written or key in self.marked))
         if len(key.encode()) <= 1024 and key not in self.keys:
             self.keys.append(key)
         self.etags.pop(key, None)
@@ -1068,9 +1077,12 @@ class DifferentialTest(unittest.TestCase):
                 kind = re.sub(r"\[\d+\]", "[]", re.sub(r"^seed \d+ op #\d+ \{'name': '(\w+)'.*\}: ([^:]+): .*", r"\1 \2", line))
                 kinds[kind] = kinds.get(kind, 0) + 1
             summary = "\n".join(f"  {n} x {kind}" for kind, n in sorted(kinds.items(), key=lambda k: -k[1]))
+            by_seed = {}
+            for line in unexpected:
+                by_seed.setdefault(line.split(" op ")[0], []).append(line)
             self.fail(f"{len(unexpected)} unexpected differences from RGW, by operation and field:\n{summary}\n"
-                      "the first of them (a difference early in a seed can change the state that later ones see):\n" +
-                      "\n".join(unexpected[:60]))
+                      f"in {', '.join(by_seed)}; the first of each seed (a difference early in a seed can change the "
+                      "state that later ones see):\n" + "\n".join(line for lines in by_seed.values() for line in lines[:8]))
 
 
 if __name__ == "__main__":

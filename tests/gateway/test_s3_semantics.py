@@ -474,7 +474,7 @@ class SemanticsTest(unittest.TestCase):
     def test_where_rgw_differs(self):
         """What the differential test (test_differential.py) leaves to this side, RGW 16 answering
         otherwise: the versions after a null version-id-marker, a delete-marker version read (405)
-        and deleted by DeleteObjects, a descending part list (ListBuckets' prefix and max-buckets:
+        and deleted by DeleteObjects, If-None-Match: * over a delete marker, a descending part list (ListBuckets' prefix and max-buckets:
         test_listing_edge_cases)."""
         s3 = self.s3
         bucket = self.new_bucket("rgwdiff")
@@ -497,6 +497,15 @@ class SemanticsTest(unittest.TestCase):
         deleted = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "k", "VersionId": "null"}]})["Deleted"]
         self.assertEqual(deleted, [{"Key": "k", "VersionId": "null", "DeleteMarker": True, "DeleteMarkerVersionId": "null"}])
         self.assertEqual(s3.get_object(Bucket=bucket, Key="k")["Body"].read(), b"22")
+        # If-None-Match: * writes over a delete marker: the key has no current object (RGW 16 refuses, 412).
+        s3.delete_object(Bucket=bucket, Key="k")
+        undo = add_headers(s3, "PutObject", {"If-None-Match": "*"})
+        try:
+            s3.put_object(Bucket=bucket, Key="k", Body=b"333")
+            self.assertEqual(self.code(lambda: s3.put_object(Bucket=bucket, Key="k", Body=b"4")), "PreconditionFailed")
+        finally:
+            undo()
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="k")["Body"].read(), b"333")
 
         upload = s3.create_multipart_upload(Bucket=bucket, Key="desc")["UploadId"]
         parts = [{"PartNumber": n, "ETag": s3.upload_part(Bucket=bucket, Key="desc", UploadId=upload, PartNumber=n,
