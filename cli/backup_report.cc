@@ -1,8 +1,7 @@
 #include "cli/backup_report.h"
 
-#include <algorithm>
-
 #include "cli/format.h"
+#include "cli/stage_cpu_report.h"
 
 namespace keel::cli {
 
@@ -39,25 +38,8 @@ void backup_json_fields(Json& j, const engine::BackupResult& result) {
       .field("seconds", static_cast<double>(snap.stats.duration_ms) / 1000.0)
       .field("peak_buffered_bytes", static_cast<uint64_t>(result.peak_buffered_bytes));
   // CPU seconds by stage, and per GB (10^9 bytes) read from the source.
-  const double gb = static_cast<double>(snap.stats.bytes_read) / 1e9;
-  double staged = 0;
-  for (double s : result.stage_cpu_seconds) staged += s;
-  auto stage_fields = [&](double scale) {
-    j.begin_object();
-    for (size_t s = 0; s < engine::kStageCount; ++s) {
-      j.field(engine::stage_name(engine::Stage(s)), result.stage_cpu_seconds[s] * scale);
-    }
-    j.field("other", std::max(0.0, result.cpu_seconds - staged) * scale).field("total", result.cpu_seconds * scale);
-    j.end_object();
-  };
-  j.key("cpu_seconds");
-  stage_fields(1);
-  j.key("cpu_seconds_per_gb");
-  if (gb > 0) {
-    stage_fields(1 / gb);
-  } else {
-    j.null();
-  }
+  stage_cpu_json_fields(j, engine::kBackupStages, result.stage_cpu_seconds, result.cpu_seconds,
+                        static_cast<double>(snap.stats.bytes_read) / 1e9);
   j.key("skipped").begin_array();
   for (const auto& s : result.skipped) j.begin_object().field("path", s.path).field("reason", s.reason).end_object();
   j.end_array();

@@ -8,6 +8,7 @@
 #include "cli/format.h"
 #include "cli/json.h"
 #include "cli/restore_report.h"
+#include "cli/stage_cpu_report.h"
 #include "engine/restore.h"
 #include "util/error.h"
 
@@ -101,6 +102,9 @@ int cmd_restore(App& app, const Args& args) {
         .field("seconds", seconds)
         .field("verified", all_verified)
         .field("transfer", repo->target().transfer_stats());
+    // CPU seconds by stage, and per GB (10^9 bytes) of the files selected.
+    stage_cpu_json_fields(j, engine::kRestoreStages, result.stage_cpu_seconds, result.cpu_seconds,
+                          static_cast<double>(result.bytes) / 1e9);
     j.key("failures").begin_array();
     for (const auto& f : result.failures) {
       j.begin_object().field("path", f.path).field("reason", f.reason).field("damaged", f.damaged()).end_object();

@@ -1,7 +1,5 @@
 #include "engine/backup.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -519,11 +517,8 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
   }
   result.skipped = run.take_skipped();
   result.peak_buffered_bytes = run.peak_buffered();
-  for (size_t s = 0; s < kStageCount; ++s) result.stage_cpu_seconds[s] = progress.stage_cpu.seconds(Stage(s));
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  result.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  result.stage_cpu_seconds = progress.stage_cpu.all_seconds();
+  result.cpu_seconds = process_cpu_seconds();
   return result;
 }
 

@@ -27,9 +27,12 @@ void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView
   if (clock) clock->lap(Stage::kEncrypt);
 }
 
-void open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
-               const std::string& what) {
-  open_sealed(key, sealed, id.view(), scratch, what);
+ByteView open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
+                   const std::string& what, StageCpu* cpu) {
+  {
+    StageTimer timer(cpu, Stage::kDecrypt);
+    open_sealed(key, sealed, id.view(), scratch, what);
+  }
   if (scratch.empty()) throw Error(ErrorKind::kIntegrity, what + ": empty blob");
   ByteView payload = ByteView(scratch).subspan(1);
   switch (scratch[0]) {
@@ -38,12 +41,12 @@ void open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_le
         throw Error(ErrorKind::kIntegrity, what + ": holds " + std::to_string(payload.size()) + " bytes, index says " +
                                                std::to_string(raw_length));
       }
-      reserve_huge(raw, payload.size());
-      raw.assign(payload.begin(), payload.end());
-      return;
-    case kZstd:
+      return payload;
+    case kZstd: {
+      StageTimer timer(cpu, Stage::kDecompress);
       decompress(payload, raw_length, raw, what);
-      return;
+      return raw;
+    }
     default:
       throw Error(ErrorKind::kIntegrity, what + ": unknown compression tag " + std::to_string(scratch[0]));
   }

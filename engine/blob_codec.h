@@ -20,9 +20,11 @@ namespace keel::engine {
 void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed, Bytes& scratch,
                StageClock* clock = nullptr);
 
-// Replaces `raw` with the content of a stored blob; throws Error(kIntegrity)
-// naming `what` if it does not authenticate or decode to raw_length bytes.
-void open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
-               const std::string& what);
+// The content of a stored blob: in `raw` where it was compressed, else in
+// `scratch` (not copied out), valid until either changes. Throws
+// Error(kIntegrity) naming `what` if it does not authenticate or decode to
+// raw_length bytes. Decryption and decompression count in `cpu`, if given.
+ByteView open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
+                   const std::string& what, StageCpu* cpu = nullptr);
 
 }  // namespace keel::engine

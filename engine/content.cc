@@ -46,9 +46,9 @@ std::string blob_where(targets::Target& target, const Id& pack, const catalog::B
   return "blob " + blob.id.short_hex() + " in " + pack_where(target, pack) + " at offset " + std::to_string(blob.offset);
 }
 
-void open_checked(const Key256& key, targets::Target& target, const Id& pack, const catalog::BlobRecord& blob,
-                  ByteView sealed, Bytes& raw, Bytes& scratch) {
-  open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch, blob_where(target, pack, blob));
+ByteView open_checked(const Key256& key, targets::Target& target, const Id& pack, const catalog::BlobRecord& blob,
+                      ByteView sealed, Bytes& raw, Bytes& scratch, StageCpu* cpu = nullptr) {
+  return open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch, blob_where(target, pack, blob), cpu);
 }
 
 }  // namespace
@@ -104,9 +104,9 @@ Bytes Content::read(const Id& blob) {
     fetch(target_, loc->pack, loc->blob.offset, sealed);
   }
   Bytes raw, scratch;
-  open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob, checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw,
-               scratch);
-  return raw;
+  ByteView out = open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob,
+                              checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw, scratch);
+  return out.data() == raw.data() ? std::move(raw) : Bytes(out.begin(), out.end());
 }
 
 ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<const PackRange> ranges,
@@ -131,6 +131,7 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
     std::shared_ptr<uint8_t[]> buf = buffers.get();  // waits while the budget is spent
     ByteView data(buf.get(), range.length);
     try {
+      StageTimer timer(options.cpu, Stage::kRead);
       fetch(target_, range.pack, range.offset, std::span<uint8_t>(buf.get(), range.length));
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kNotFound) {
@@ -146,11 +147,13 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
       const catalog::BlobRecord& b = blobs[i].blob;
       ByteView out;
       try {
-        out = checked(target_, range.pack, b, data, range.offset);
+        {
+          StageTimer timer(options.cpu, Stage::kRead);
+          out = checked(target_, range.pack, b, data, range.offset);
+        }
         if (options.form == BlobForm::kOpened) {
           if (!key) key = keys_.blob_key(range.pack);
-          open_checked(*key, target_, range.pack, b, out, raw, scratch);
-          out = raw;
+          out = open_checked(*key, target_, range.pack, b, out, raw, scratch, options.cpu);
         } else {
           out = handed_on(range.pack, b, out, scratch, resealed);
         }
@@ -215,8 +218,7 @@ void Content::read_relocated(const PackRange& range, std::span<const catalog::Bl
       fetch(target_, loc->pack, loc->blob.offset, sealed);
       out = checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset);
       if (form == BlobForm::kOpened) {
-        open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob, out, raw, scratch);
-        out = raw;
+        out = open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob, out, raw, scratch);
       } else {
         out = handed_on(loc->pack, loc->blob, out, scratch, resealed);
       }

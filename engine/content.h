@@ -26,6 +26,7 @@
 #include "engine/crypto.h"
 #include "engine/pack.h"
 #include "engine/pack_keys.h"
+#include "engine/stage_cpu.h"
 #include "targets/target.h"
 #include "util/bytes.h"
 #include "util/error.h"
@@ -57,6 +58,9 @@ struct ReadOptions {
   size_t readers = 0;  // reads in flight; 0: adaptive, up to the target's read_concurrency()
   uint64_t memory_budget = 256ull << 20;      // bytes of read buffers, at most
   const std::atomic<bool>* cancel = nullptr;  // once set, the read stops with Error(kInterrupted)
+  // Where fetching ranges and checking blobs count as Stage::kRead, opening
+  // them as kDecrypt and kDecompress, if anywhere.
+  StageCpu* cpu = nullptr;
 };
 
 // Receives the blobs of a read on reader threads: concurrently, in no

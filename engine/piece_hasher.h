@@ -7,11 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <span>
-#include <string>
 
 #include "engine/tree.h"
 #include "util/bytes.h"
@@ -24,9 +24,14 @@ class PieceHasher {
   // `layout`: the file's content in order (it must outlive the hasher).
   explicit PieceHasher(std::span<const ContentRef> layout) : layout_(layout) {}
 
-  // `data` was just written at `offset` of `path`, open for reading as `fd`.
-  // Thread-safe. Throws Error(kTargetIo) if a read back fails.
-  void written(int fd, uint64_t offset, ByteView data, const std::string& path);
+  // Reads `out.size()` bytes of the file at `offset` into `out`; returns
+  // how many it got (fewer only at the file's end). May throw.
+  using ReadBack = std::function<size_t(std::span<uint8_t> out, uint64_t offset)>;
+
+  // `data` was just written at `offset`; pieces that arrived before their
+  // turn are read back through `read_back`. Thread-safe. Throws what
+  // `read_back` throws.
+  void written(const ReadBack& read_back, uint64_t offset, ByteView data);
 
   // After the last piece: the whole file's hash, or nothing if a piece was
   // never written (the caller then hashes the file on disk).
@@ -34,9 +39,9 @@ class PieceHasher {
 
  private:
   // Hashes every piece (and hole) that is next in line and available: the
-  // one just written at `offset` from memory, earlier arrivals read back
-  // through `fd`. Returns whether the one just written was hashed.
-  bool advance(int fd, uint64_t offset, ByteView current, const std::string& path);
+  // one just written at `offset` from memory, earlier arrivals through
+  // `read_back`. Returns whether the one just written was hashed.
+  bool advance(const ReadBack* read_back, uint64_t offset, ByteView current);
 
   std::mutex mu_;
   std::span<const ContentRef> layout_;

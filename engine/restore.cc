@@ -15,11 +15,13 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "engine/crypto.h"
 #include "engine/content.h"
 #include "engine/piece_hasher.h"
+#include "targets/local/direct_file.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -92,6 +94,16 @@ Tree load_snapshot_tree(Repository& repo, const Id& id, const std::string& dir) 
   }
 }
 
+// Files from this size up are written around the page cache
+// (targets/local/direct_file.h): copying a restore into the page cache was
+// a third of its CPU, and a restore of many GB would evict the machine's
+// working set. Smaller files go through the page cache: they gain little
+// (their last block does anyway) and are many.
+constexpr uint64_t kDirectMinSize = 1 << 20;
+// A file written directly stays open from its first piece to its last; at
+// most this many at once, the others are written as small ones are.
+constexpr size_t kMaxDirectFiles = 64;
+
 struct FileTask {
   std::string path;     // its destination on disk
   std::string partial;  // where it is written until verified
@@ -107,6 +119,9 @@ struct FileTask {
   // Verifies the file from its pieces as they are written (docs in
   // piece_hasher.h); absent where the file is read back from disk instead.
   std::unique_ptr<PieceHasher> hasher;
+  // Where it is written around the page cache (set when it is created);
+  // null for small files, which are opened for each piece.
+  std::unique_ptr<targets::local::DirectFile> direct;
 };
 
 // The first path of a hard-linked inode, and the others linked to it.
@@ -187,6 +202,8 @@ class RestoreRun {
       }
     }
     result_.failures = std::move(failures_);
+    result_.stage_cpu_seconds = progress_.stage_cpu.all_seconds();
+    result_.cpu_seconds = process_cpu_seconds();
     return result_;
   }
 
@@ -491,18 +508,26 @@ class RestoreRun {
     ReadOptions read{.form = BlobForm::kOpened,
                      .readers = options_.readers,
                      .memory_budget = options_.memory_budget,
-                     .cancel = options_.cancel};
+                     .cancel = options_.cancel,
+                     .cpu = cpu()};
     result_.peak_readers = repo_.content().read(locations, ranges, read, filler).peak_readers;
   }
 
+  StageCpu* cpu() { return &progress_.stage_cpu; }
+
   void fill(const BlobNeed& need, ByteView raw) {
-    if (options_.verify_only && keyed_id(repo_.keys().id, raw) != need.id) {
+    if (options_.verify_only && !hashes_to(need.id, raw)) {
       fail_blob(need, Error(ErrorKind::kIntegrity, "blob " + need.id.short_hex() + " in pack " + need.loc.pack.hex() +
                                                        " on " + repo_.target().describe() +
                                                        ": content does not hash to its id"));
       return;
     }
     for (const Destination& d : need.destinations) write_piece(*d.file, d.offset, raw);
+  }
+
+  bool hashes_to(const Id& id, ByteView raw) {
+    StageTimer timer(cpu(), Stage::kVerify);
+    return keyed_id(repo_.keys().id, raw) == id;
   }
 
   void fail_blob(const BlobNeed& need, const Error& error) {
@@ -518,12 +543,27 @@ class RestoreRun {
       progress_.bytes_done += data.size();
     } else if (!file.failed) {
       try {
-        bool whole_file = offset == 0 && data.size() == file.entry->meta.size;
-        std::call_once(file.created, [&] { fd = create(file, whole_file); });
-        if (!fd) fd = open_or_throw(fs_, file.partial, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-        pwrite_all(fs_, fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
+        {
+          StageTimer timer(cpu(), Stage::kWrite);
+          bool whole_file = offset == 0 && data.size() == file.entry->meta.size;
+          std::call_once(file.created, [&] { fd = create(file, whole_file); });
+          if (file.direct) {
+            file.direct->write(data, offset);
+          } else {
+            if (!fd) fd = open_or_throw(fs_, file.partial, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+            pwrite_all(fs_, fd.get(), data, static_cast<off_t>(offset), "write " + file.path);
+          }
+        }
         progress_.bytes_done += data.size();
-        if (file.hasher) file.hasher->written(fd.get(), offset, data, file.path);
+        if (file.hasher) {
+          StageTimer timer(cpu(), Stage::kVerify);
+          auto read_back = [&](std::span<uint8_t> out, uint64_t at) -> size_t {
+            if (!file.direct) return pread_full(fs_, fd.get(), out, static_cast<off_t>(at), "read back " + file.path);
+            file.direct->read(out, at);
+            return out.size();
+          };
+          file.hasher->written(read_back, offset, data);
+        }
       } catch (const Error& e) {
         mark_failed(file, e);
       }
@@ -540,11 +580,36 @@ class RestoreRun {
   // Creates the file on disk under its partial name and, unless it is
   // verified from disk, what verifies it as its pieces are written (held
   // only until it is finished).
+  // A large file is handed to file.direct, and the result is empty. Only
+  // on the real file system: the injected one sees every write.
   UniqueFd create(FileTask& file, bool sized_by_first_write) {
     file.on_disk = true;  // before: a create that fails half way is removed too
     UniqueFd fd = create_file(fs_, file.partial, file.entry->meta.size, sized_by_first_write);
     if (options_.verify && !options_.verify_from_disk) file.hasher = std::make_unique<PieceHasher>(file.entry->content);
+    const bool large = !options_.file_system && file.entry->meta.size >= kDirectMinSize && file.remaining > 0;
+    if (large && direct_files_.fetch_add(1) < kMaxDirectFiles) {
+      file.direct = std::make_unique<targets::local::DirectFile>(std::move(fd), file.partial, /*direct=*/true);
+    } else if (large) {
+      --direct_files_;
+    }
     return fd;
+  }
+
+  // Writes what a direct file still holds in memory; returns its descriptor.
+  int finish_direct(FileTask& file) {
+    try {
+      StageTimer timer(cpu(), Stage::kWrite);
+      file.direct->finish();
+    } catch (const Error& e) {
+      mark_failed(file, e);
+    }
+    return file.direct->fd();
+  }
+
+  void close_direct(FileTask& file) {
+    if (!file.direct) return;
+    file.direct.reset();
+    --direct_files_;
   }
 
   // Checks the partial file, sets its metadata and renames it into place;
@@ -553,7 +618,9 @@ class RestoreRun {
   // verify-only run, or a file that already failed).
   void finish_file(FileTask& file, int fd) {
     if (!options_.verify_only) {
+      if (file.direct) fd = finish_direct(file);
       check_content(file, fd);
+      StageTimer timer(cpu(), Stage::kWrite);
       file.hasher.reset();
       // Metadata now, through the descriptor and on the reader's thread: by
       // path, after all files, it was a serial tail of path lookups.
@@ -562,6 +629,7 @@ class RestoreRun {
         mark_failed(file, Error(ErrorKind::kTargetIo, "rename " + file.partial + " into place: " + std::strerror(errno)));
       }
       if (file.failed && file.on_disk) fs_.unlink(file.partial);
+      close_direct(file);
     }
     ++progress_.files_done;
     if (!file.failed) {
@@ -575,6 +643,7 @@ class RestoreRun {
   // `fd`: the file, open; a file written without failing always has one.
   void check_content(FileTask& file, int fd) {
     if (file.failed || !options_.verify) return;
+    StageTimer timer(cpu(), Stage::kVerify);
     try {
       struct stat st;
       if (fs_.fstat(fd, &st) != 0) throw_errno("stat " + file.partial, errno);
@@ -659,6 +728,7 @@ class RestoreRun {
   std::vector<std::pair<std::string, NodeMeta>> dirs_;
   std::vector<std::pair<std::string, const TreeEntry*>> meta_items_;
   std::vector<std::unique_ptr<FileTask>> files_;
+  std::atomic<size_t> direct_files_{0};  // open as FileTask::direct
   std::unordered_map<Id, BlobNeed, IdHash> needs_;
   std::map<std::pair<uint64_t, uint64_t>, LinkGroup> link_groups_;
 };

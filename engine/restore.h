@@ -15,6 +15,7 @@
 // after their contents. A directory whose tree cannot be read fails alone.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +24,7 @@
 
 #include "catalog/catalog.h"
 #include "engine/repository.h"
+#include "engine/stage_cpu.h"
 #include "util/error.h"
 #include "util/file_system.h"
 
@@ -70,6 +72,7 @@ struct RestoreProgress {
   std::atomic<uint64_t> files_done{0};
   std::atomic<uint64_t> bytes_done{0};
   std::atomic<uint64_t> errors{0};
+  StageCpu stage_cpu;  // CPU time by stage so far (kRestoreStages)
   uint64_t files_total = 0;
   uint64_t bytes_total = 0;
 };
@@ -97,6 +100,8 @@ struct RestoreResult {
   size_t peak_readers = 0;  // most ranged reads the adaptive limit allowed at once
   uint64_t dirs = 0;
   uint64_t bytes = 0;             // size of the files selected
+  std::array<double, kStageCount> stage_cpu_seconds{};  // by Stage
+  double cpu_seconds = 0;  // the process's CPU time (user + system) by the end, start-up included
   std::vector<RestoreFailure> failures;  // files and other entries (directories, links, metadata)
 
   bool damaged() const;  // any failure damaged()

@@ -1,5 +1,7 @@
 #include "engine/stage_cpu.h"
 
+#include <sys/resource.h>
+
 #include <ctime>
 
 namespace keel::engine {
@@ -13,6 +15,9 @@ const char* stage_name(Stage stage) {
     case Stage::kEncrypt: return "encrypt";
     case Stage::kWrite: return "write";
     case Stage::kCatalog: return "catalog";
+    case Stage::kDecrypt: return "decrypt";
+    case Stage::kDecompress: return "decompress";
+    case Stage::kVerify: return "verify";
   }
   return "?";
 }
@@ -21,6 +26,19 @@ int64_t thread_cpu_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+double process_cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+std::array<double, kStageCount> StageCpu::all_seconds() const {
+  std::array<double, kStageCount> out{};
+  for (size_t s = 0; s < kStageCount; ++s) out[s] = seconds(Stage(s));
+  return out;
 }
 
 }  // namespace keel::engine

@@ -1,4 +1,4 @@
-// CPU time by stage of the backup data path, each stage timed on the clock
+// CPU time by stage of the backup and restore data paths, each stage timed on the clock
 // of the thread that runs it (CLOCK_THREAD_CPUTIME_ID): other processes on
 // the machine do not count, and waiting does not either. What no stage
 // claims (walking directories, trees, start-up with the key derivation,
@@ -21,17 +21,32 @@ enum class Stage : size_t {
   kEncrypt,   // AES-256-GCM
   kWrite,     // appending to packs, uploading parts, committing packs and their index entries
   kCatalog,   // saving the snapshot and the catalog copy
+  // restore
+  kDecrypt,     // AES-256-GCM
+  kDecompress,  // zstd
+  kVerify,      // the restored files' checksums (XXH3-128), reading back what arrived early
 };
-inline constexpr size_t kStageCount = 7;
+inline constexpr size_t kStageCount = 10;
 const char* stage_name(Stage stage);
+
+// The stages each command accounts, in the order its report lists them.
+// Restore's kRead is fetching pack ranges with each blob's checksum, its
+// kWrite creating, writing, finishing and renaming the restored files.
+inline constexpr std::array kBackupStages{Stage::kRead,     Stage::kChunk,   Stage::kHash,   Stage::kCompress,
+                                          Stage::kEncrypt,  Stage::kWrite,   Stage::kCatalog};
+inline constexpr std::array kRestoreStages{Stage::kRead, Stage::kDecrypt, Stage::kDecompress, Stage::kVerify,
+                                           Stage::kWrite};
 
 // This thread's CPU time so far, in nanoseconds.
 int64_t thread_cpu_ns();
+// The process's CPU time (user + system) so far, in seconds.
+double process_cpu_seconds();
 
 class StageCpu {
  public:
   void add(Stage stage, int64_t ns) { ns_[static_cast<size_t>(stage)].fetch_add(ns, std::memory_order_relaxed); }
   double seconds(Stage stage) const { return static_cast<double>(ns_[static_cast<size_t>(stage)]) / 1e9; }
+  std::array<double, kStageCount> all_seconds() const;  // by Stage
 
  private:
   std::array<std::atomic<int64_t>, kStageCount> ns_{};

@@ -20,6 +20,7 @@ constexpr uint64_t kBlock = DirectFile::kBlock;
 constexpr size_t kBounceSize = size_t{1} << 20;
 
 uint64_t align_down(uint64_t n) { return n / kBlock * kBlock; }
+uint64_t align_up(uint64_t n) { return align_down(n + kBlock - 1); }
 
 uint8_t* aligned_alloc_or_throw(size_t size) {
   void* p = std::aligned_alloc(kBlock, size);
@@ -33,11 +34,13 @@ bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kBlock == 
 
 void DirectFile::AlignedFree::operator()(uint8_t* p) const { std::free(p); }
 
-DirectFile::DirectFile(const std::string& path, bool direct) : path_(path) {
-  // Created buffered, then switched to O_DIRECT: open(O_CREAT | O_DIRECT)
-  // creates the file even where it then refuses O_DIRECT with EINVAL, and a
-  // second O_EXCL open would find it there.
-  fd_ = open_or_throw(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+// Created buffered, then switched to O_DIRECT: open(O_CREAT | O_DIRECT)
+// creates the file even where it then refuses O_DIRECT with EINVAL, and a
+// second O_EXCL open would find it there.
+DirectFile::DirectFile(const std::string& path, bool direct)
+    : DirectFile(open_or_throw(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), path, direct) {}
+
+DirectFile::DirectFile(UniqueFd fd, const std::string& path, bool direct) : path_(path), fd_(std::move(fd)) {
   if (!direct) return;
   const int flags = ::fcntl(fd_.get(), F_GETFL);
   direct_ = flags >= 0 && ::fcntl(fd_.get(), F_SETFL, flags | O_DIRECT) == 0;
@@ -68,7 +71,7 @@ void DirectFile::write(ByteView data, uint64_t offset) {
 
 void DirectFile::stash(ByteView piece, uint64_t offset) {
   const uint64_t block_offset = align_down(offset);
-  AlignedBlock complete;
+  const uint8_t* complete = nullptr;
   {
     std::lock_guard lock(mu_);
     Partial& partial = partial_[block_offset];
@@ -80,12 +83,54 @@ void DirectFile::stash(ByteView piece, uint64_t offset) {
     std::memcpy(partial.block.get() + at, piece.data(), piece.size());
     partial.filled += piece.size();
     partial.end = std::max(partial.end, at + piece.size());
-    if (partial.filled == kBlock && direct_) {
-      complete = std::move(partial.block);
-      partial_.erase(block_offset);
-    }
+    // Only the write that completes a block writes it: the block is not
+    // touched again until then.
+    if (partial.filled == kBlock && direct_) complete = partial.block.get();
   }
-  if (complete) write_aligned(ByteView(complete.get(), kBlock), block_offset);
+  if (!complete) return;
+  write_aligned(ByteView(complete, kBlock), block_offset);
+  std::lock_guard lock(mu_);
+  partial_.erase(block_offset);
+}
+
+void DirectFile::read(std::span<uint8_t> out, uint64_t offset) {
+  read_blocks(out, offset);
+  read_partial_blocks(out, offset);
+}
+
+// From the file, in whole aligned blocks while it is O_DIRECT (a file
+// written directly is read directly: nothing of it is in the page cache to
+// read, and caching what is read back would cost the copies saved).
+void DirectFile::read_blocks(std::span<uint8_t> out, uint64_t offset) {
+  if (!direct()) {
+    if (pread_full(fd_.get(), out, static_cast<off_t>(offset), "read back " + path_) != out.size()) {
+      throw Error(ErrorKind::kTargetIo, "read back " + path_ + ": shorter than what was written");
+    }
+    return;
+  }
+  thread_local AlignedBlock bounce;
+  if (!bounce) bounce = AlignedBlock(aligned_alloc_or_throw(kBounceSize));
+  const uint64_t end = offset + out.size();
+  for (uint64_t pos = align_down(offset); pos < end;) {
+    const size_t want = std::min<uint64_t>(kBounceSize, align_up(end) - pos);
+    const ssize_t n = ::pread(fd_.get(), bounce.get(), want, static_cast<off_t>(pos));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("read back " + path_, errno);
+    if (n == 0) throw Error(ErrorKind::kTargetIo, "read back " + path_ + ": shorter than what was written");
+    const uint64_t from = std::max(pos, offset), to = std::min<uint64_t>(pos + static_cast<uint64_t>(n), end);
+    if (to > from) std::memcpy(out.data() + (from - offset), bounce.get() + (from - pos), to - from);
+    pos += static_cast<uint64_t>(n);
+  }
+}
+
+// Over what the file had: the bytes still waiting in partial blocks.
+void DirectFile::read_partial_blocks(std::span<uint8_t> out, uint64_t offset) {
+  const uint64_t end = offset + out.size();
+  std::lock_guard lock(mu_);
+  for (auto it = partial_.lower_bound(align_down(offset)); it != partial_.end() && it->first < end; ++it) {
+    const uint64_t from = std::max(it->first, offset), to = std::min(it->first + it->second.end, end);
+    if (to > from) std::memcpy(out.data() + (from - offset), it->second.block.get() + (from - it->first), to - from);
+  }
 }
 
 void DirectFile::write_aligned(ByteView data, uint64_t offset) {

@@ -1,3 +1,6 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -59,6 +62,42 @@ TEST_CASE("direct file: pieces at any offsets, in any order, make the file", "[d
       write_shuffled(file, data, direct ? 1 : 2);
     }
     CHECK(std::filesystem::file_size(path) == data.size());
+    CHECK(read_file(path) == data);
+  }
+}
+
+TEST_CASE("direct file: reads back what was written, from disk or from its partial blocks", "[direct_file]") {
+  test::TempDir dir;
+  const Bytes data = test::random_bytes(DirectFile::kBlock * 40 + 555, 11);
+  std::mt19937_64 rng(5);
+  std::vector<size_t> cuts{0, data.size(), DirectFile::kBlock * 2, DirectFile::kBlock * 7 + 3, DirectFile::kBlock * 7 + 9};
+  for (int i = 0; i < 25; ++i) cuts.push_back(rng() % data.size());
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<std::pair<size_t, size_t>> pieces;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) pieces.emplace_back(cuts[i], cuts[i + 1] - cuts[i]);
+  std::shuffle(pieces.begin(), pieces.end(), rng);
+  for (bool direct : {true, false}) {
+    INFO("direct: " << direct);
+    const std::string path = dir.file(direct ? "direct" : "buffered");
+    // Adopted, as restore creates its files: open for reading too, and sized.
+    UniqueFd fd = open_or_throw(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    REQUIRE(::ftruncate(fd.get(), static_cast<off_t>(data.size())) == 0);
+    DirectFile file(std::move(fd), path, direct);
+    for (size_t n = 0; n < pieces.size(); ++n) {
+      file.write(ByteView(data).subspan(pieces[n].first, pieces[n].second), pieces[n].first);
+      // Every piece written so far, whose blocks may still be partial.
+      for (size_t k = 0; k <= n; ++k) {
+        Bytes back(pieces[k].second);
+        file.read(back, pieces[k].first);
+        REQUIRE(back == Bytes(data.begin() + pieces[k].first, data.begin() + pieces[k].first + pieces[k].second));
+      }
+    }
+    file.finish();
+    Bytes all(data.size());
+    file.read(all, 0);
+    CHECK(all == data);
+    file.close();
     CHECK(read_file(path) == data);
   }
 }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "temp_dir.h"
@@ -55,7 +56,9 @@ std::optional<Hash128> write_in_order(const Layout& l, const std::vector<size_t>
     ByteView piece(l.content.data() + l.offsets[i], l.refs[i].length);
     ByteView on_disk = corrupt_on_disk ? ByteView(corrupt_on_disk->data() + l.offsets[i], l.refs[i].length) : piece;
     keel::pwrite_all(fd.get(), on_disk, static_cast<off_t>(l.offsets[i]), "write");
-    hasher.written(fd.get(), l.offsets[i], on_disk, path);
+    hasher.written([&](std::span<uint8_t> out, uint64_t offset) {
+      return keel::pread_full(fd.get(), out, static_cast<off_t>(offset), "read back " + path);
+    }, l.offsets[i], on_disk);
   }
   return hasher.finish();
 }
@@ -100,8 +103,8 @@ TEST_CASE("piece hasher reads nothing back for pieces written in order", "[piece
   Layout l = make_layout({1000, -500, 2000, 300}, 7);
   PieceHasher hasher(l.refs);
   for (size_t i : data_pieces(l)) {
-    // fd -1: any read back would throw.
-    hasher.written(-1, l.offsets[i], ByteView(l.content.data() + l.offsets[i], l.refs[i].length), "f");
+    auto no_read_back = [](std::span<uint8_t>, uint64_t) -> size_t { throw std::logic_error("read back"); };
+    hasher.written(no_read_back, l.offsets[i], ByteView(l.content.data() + l.offsets[i], l.refs[i].length));
   }
   auto got = hasher.finish();
   REQUIRE(got.has_value());
