@@ -134,6 +134,18 @@ class Gateway:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def start_raw_and_dedupe(gateways):
+    """For a module's setUpModule: a gateway with raw buckets and one with dedupe buckets, as "raw" and "dedupe"."""
+    gateways["raw"] = Gateway()
+    gateways["dedupe"] = Gateway(dedupe=True)
+
+
+def stop_all(gateways):
+    """For a module's tearDownModule."""
+    for gateway in gateways.values():
+        gateway.stop()
+
+
 def boto3_client(gateway, scheme, user="alice", secret=None, access=None):
     """A boto3 S3 client for the gateway: path-style, SigV4 (presigned URLs too), no retries."""
     import boto3

@@ -14,7 +14,7 @@ import urllib.parse
 import xml.etree.ElementTree as ElementTree
 import zlib
 
-from gateway_harness import Gateway, boto3_client, error_of
+from gateway_harness import boto3_client, error_of, start_raw_and_dedupe, stop_all
 
 GATEWAYS = {}
 
@@ -24,13 +24,11 @@ ODD_KEYS = ["_", "_ ", " ", "   ", " lead", "trail ", "in  side", "tab\tkey", "Ã
 
 
 def setUpModule():
-    GATEWAYS["raw"] = Gateway()
-    GATEWAYS["dedupe"] = Gateway(dedupe=True)
+    start_raw_and_dedupe(GATEWAYS)
 
 
 def tearDownModule():
-    for gateway in GATEWAYS.values():
-        gateway.stop()
+    stop_all(GATEWAYS)
 
 
 def with_request_change(s3, operation, change):

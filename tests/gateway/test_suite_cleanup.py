@@ -14,20 +14,18 @@ import unittest
 
 from botocore.exceptions import ClientError
 
-from gateway_harness import Gateway, boto3_client, error_of
+from gateway_harness import boto3_client, error_of, start_raw_and_dedupe, stop_all
 
 GATEWAYS = {}
 PAGE = 128
 
 
 def setUpModule():
-    GATEWAYS["raw"] = Gateway()
-    GATEWAYS["dedupe"] = Gateway(dedupe=True)
+    start_raw_and_dedupe(GATEWAYS)
 
 
 def tearDownModule():
-    for gateway in GATEWAYS.values():
-        gateway.stop()
+    stop_all(GATEWAYS)
 
 
 def version_pages(s3, bucket):

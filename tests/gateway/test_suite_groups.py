@@ -17,19 +17,17 @@ import boto3
 import requests
 from botocore.config import Config
 
-from gateway_harness import USERS, Gateway, boto3_client, error_of
+from gateway_harness import USERS, boto3_client, error_of, start_raw_and_dedupe, stop_all
 
 GATEWAYS = {}
 
 
 def setUpModule():
-    GATEWAYS["raw"] = Gateway()
-    GATEWAYS["dedupe"] = Gateway(dedupe=True)
+    start_raw_and_dedupe(GATEWAYS)
 
 
 def tearDownModule():
-    for gateway in GATEWAYS.values():
-        gateway.stop()
+    stop_all(GATEWAYS)
 
 
 def client_without_checksums(gateway, scheme, **s3_config):
