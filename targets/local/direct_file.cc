@@ -94,6 +94,9 @@ void DirectFile::stash(ByteView piece, uint64_t offset) {
 }
 
 void DirectFile::read(std::span<uint8_t> out, uint64_t offset) {
+  // Under the lock throughout: a completed block leaves partial_ only after
+  // its write landed (stash), so a block the file read missed is still there.
+  std::lock_guard lock(mu_);
   read_blocks(out, offset);
   read_partial_blocks(out, offset);
 }
@@ -102,7 +105,7 @@ void DirectFile::read(std::span<uint8_t> out, uint64_t offset) {
 // written directly is read directly: nothing of it is in the page cache to
 // read, and caching what is read back would cost the copies saved).
 void DirectFile::read_blocks(std::span<uint8_t> out, uint64_t offset) {
-  if (!direct()) {
+  if (!direct_) {
     if (pread_full(fd_.get(), out, static_cast<off_t>(offset), "read back " + path_) != out.size()) {
       throw Error(ErrorKind::kTargetIo, "read back " + path_ + ": shorter than what was written");
     }
@@ -126,7 +129,6 @@ void DirectFile::read_blocks(std::span<uint8_t> out, uint64_t offset) {
 // Over what the file had: the bytes still waiting in partial blocks.
 void DirectFile::read_partial_blocks(std::span<uint8_t> out, uint64_t offset) {
   const uint64_t end = offset + out.size();
-  std::lock_guard lock(mu_);
   for (auto it = partial_.lower_bound(align_down(offset)); it != partial_.end() && it->first < end; ++it) {
     const uint64_t from = std::max(it->first, offset), to = std::min(it->first + it->second.end, end);
     if (to > from) std::memcpy(out.data() + (from - offset), it->second.block.get() + (from - it->first), to - from);

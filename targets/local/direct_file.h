@@ -68,6 +68,7 @@ class DirectFile {
 
   void stash(ByteView piece, uint64_t offset);
   void write_aligned(ByteView data, uint64_t offset);
+  // With mu_ held (read()).
   void read_blocks(std::span<uint8_t> out, uint64_t offset);
   void read_partial_blocks(std::span<uint8_t> out, uint64_t offset);
   void fall_back_to_buffered();
