@@ -9,6 +9,7 @@
 #include "cli/json.h"
 #include "cli/prune_cli.h"
 #include "engine/forget.h"
+#include "engine/lease.h"
 #include "util/error.h"
 
 namespace keel::cli {
@@ -94,6 +95,9 @@ int cmd_forget(App& app, const Args& args) {
 
   if (!dry_run) app.refuse_if_append_only("keel forget", and_prune ? "deletes snapshots and packs" : "deletes snapshots");
   auto repo = app.open_repository("keel forget");
+  // Append-only credentials: refused before a snapshot is touched, not at
+  // the first delete, and before --prune would take a lock it cannot remove.
+  if (!dry_run) engine::require_delete_permission(repo->target(), and_prune ? "keel forget --prune" : "keel forget");
   std::vector<engine::ForgetDecision> decisions =
       specs.empty() ? engine::forget(*repo, selection, policy, grouping, dry_run)
                     : engine::forget_snapshots(*repo, specs, dry_run);

@@ -26,6 +26,7 @@ const std::vector<CommandSpec>& command_table() {
       {"scheduler", "run jobs on their schedules (a foreground daemon)", cmd_scheduler},
       {"key", "list, add or remove passwords", cmd_key},
       {"catalog", "rebuild the local catalog from the repository", cmd_catalog},
+      {"migrate", "convert a format-1 repository to format 2 (put-only keys)", cmd_migrate},
       {"unlock", "remove stale locks and leases left by crashed runs", cmd_unlock},
       {"mount", "the snapshots as a read-only file tree (FUSE)", cmd_mount},
       {"gateway", "serve an S3-compatible endpoint (docs/gateway.md); gateway gc reclaims space", cmd_gateway,

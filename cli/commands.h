@@ -35,6 +35,7 @@ int cmd_stats(App& app, const Args& args);
 int cmd_dump(App& app, const Args& args);
 int cmd_tag(App& app, const Args& args);
 int cmd_copy(App& app, const Args& args);
+int cmd_migrate(App& app, const Args& args);
 
 // One entry per command: what main() dispatches to, what `keel help` lists,
 // and what the man pages and shell completions are generated from.

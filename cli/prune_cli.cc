@@ -4,6 +4,7 @@
 
 #include "cli/format.h"
 #include "cli/parse.h"
+#include "engine/catalog_copy.h"
 
 namespace keel::cli {
 namespace {
@@ -85,6 +86,10 @@ void print_prune(const App& app, const engine::PruneResult& r) {
     app.say("object lock: " + std::to_string(r.packs_locked) + " condemned packs wait for their lock to end, " +
             std::to_string(r.packs_lock_extended) + " packs in use locked longer");
   }
+  if (r.catalog_copies_removed > 0) {
+    app.say("removed " + std::to_string(r.catalog_copies_removed) + " old catalog copies (each catalog keeps its newest " +
+            std::to_string(engine::kKeptCopies) + ")");
+  }
   if (r.unindexed_references > 0) {
     app.warn("keel: warning: snapshots use " + std::to_string(r.unindexed_references) +
              " chunks that no indexed pack holds: run keel check");
@@ -115,6 +120,7 @@ void prune_json(Json& j, const engine::PruneResult& r) {
       .field("bytes_waiting", r.bytes_waiting)
       .field("running_backups", static_cast<uint64_t>(r.running_backups))
       .field("stale_uploads_removed", static_cast<uint64_t>(r.stale_uploads_removed))
+      .field("catalog_copies_removed", static_cast<uint64_t>(r.catalog_copies_removed))
       .field("mark_memory_bytes", r.mark_memory_bytes)
       .field("seconds", r.seconds)
       .field("warnings", r.warnings);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <vector>
 
 #include "engine/compress.h"
@@ -131,16 +132,25 @@ CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep) {
     if (last) break;
   }
   upload->commit();
-
-  std::vector<CatalogCopyInfo> ours;
-  for (CatalogCopyInfo& c : list_copies(target)) {
-    if (c.catalog_id == info.catalog_id) ours.push_back(std::move(c));
-  }
-  for (size_t i = 0; keep < ours.size() && i < ours.size() - keep; ++i) {
-    // Object Lock: a copy stays until its lock ends.
-    if (!still_locked_since(repo, ours[i].time_ns / 1'000'000'000)) remove_unless_locked(repo, ours[i].key);
-  }
+  if (keep != kKeepAllCopies) trim_catalog_copies(repo, keep, info.catalog_id);
   return info;
+}
+
+size_t trim_catalog_copies(Repository& repo, size_t keep, const std::optional<std::string>& catalog_id) {
+  std::map<std::string, std::vector<CatalogCopyInfo>> by_catalog;  // oldest first (list_copies sorts)
+  for (CatalogCopyInfo& c : list_copies(repo.target())) {
+    if (!catalog_id || c.catalog_id == *catalog_id) by_catalog[c.catalog_id].push_back(std::move(c));
+  }
+  size_t removed = 0;
+  for (const auto& [id, copies] : by_catalog) {
+    for (size_t i = 0; keep < copies.size() && i < copies.size() - keep; ++i) {
+      // Object Lock: a copy stays until its lock ends.
+      if (!still_locked_since(repo, copies[i].time_ns / 1'000'000'000) && remove_unless_locked(repo, copies[i].key)) {
+        ++removed;
+      }
+    }
+  }
+  return removed;
 }
 
 std::string try_save_catalog_copy(Repository& repo, size_t keep) {

@@ -31,6 +31,12 @@ inline constexpr size_t kKeepAllCopies = SIZE_MAX;
 // catalog's copies beyond the newest `keep`.
 CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep = kKeptCopies);
 
+// Removes each catalog's copies beyond its newest `keep` (only those of
+// `catalog_id`, when given); under Object Lock a copy stays until its lock
+// ends. Prune trims them all, so that copies written append-only (which
+// delete nothing) do not pile up. Returns how many were removed.
+size_t trim_catalog_copies(Repository& repo, size_t keep, const std::optional<std::string>& catalog_id = std::nullopt);
+
 // For callers whose own work is done and safe (a backup, a drill): a copy
 // that fails is worth a warning, not a failure, and the next one tries
 // again. Returns why it failed; empty if it did not.

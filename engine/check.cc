@@ -84,7 +84,7 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   for (const auto& [id, size] : on_target) {
     if (indexed.count(id)) continue;
     try {
-      read_pack_header(repo.target(), repo.keys().index, id, size);
+      read_pack_header(repo.target(), repo.keys(), id, size);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kIntegrity) throw;
       result.problems.push_back({"pack " + id.hex() + " is damaged and cannot be indexed: " + e.what(), {}});

@@ -281,7 +281,7 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
   try {
     // The pack's own header against the index's entries for this pack (not
     // for other copies of its blobs elsewhere).
-    std::vector<catalog::BlobRecord> header = read_pack_header(target_, keys_.header_key(), pack.id, pack.size);
+    std::vector<catalog::BlobRecord> header = read_pack_header(target_, keys_.keys(), pack.id, pack.size);
     std::map<Id, uint64_t> in_header, in_index;
     for (const catalog::BlobRecord& b : header) in_header.emplace(b.id, b.offset);
     for (const catalog::BlobRecord& b : blobs) in_index.emplace(b.id, b.offset);

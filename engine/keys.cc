@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "engine/sealed_object.h"
 #include "util/checksum.h"
 #include "util/codec.h"
 #include "util/error.h"
@@ -17,6 +18,8 @@ constexpr std::string_view kSlotMagicV1 = "KEELKEY1";
 // Format 2: the slot names the key's kind, which its box is bound to.
 constexpr std::string_view kSlotMagicV3 = "KEELKEY3";
 constexpr size_t kChecksumSize = 8;
+constexpr std::string_view kMigratedKeysMagic = "KEELMIG2";
+constexpr std::string_view kMigratedKeysAad = "keel keys v2";
 constexpr size_t kSaltSize = 32;
 
 // Format 1: data, id, chunker. Format 2, full: data, id, chunker, index,
@@ -66,6 +69,38 @@ MasterKeys MasterKeys::put_only() const {
   keys.data = Key256{};
   keys.sealing.private_key = Key256{};
   return keys;
+}
+
+MasterKeys MasterKeys::migrated() const {
+  if (format >= 2 || !full()) throw Error(ErrorKind::kUsage, "only a format-1 full key is migrated");
+  MasterKeys keys = *this;
+  keys.format = 2;
+  keys.index = random_key();
+  keys.sealing = SealingKeyPair::generate();
+  return keys;
+}
+
+Bytes seal_migrated_keys(const MasterKeys& keys) {
+  Encoder e;
+  e.raw(keys.index);
+  e.raw(keys.sealing.private_key);
+  return seal_object(kMigratedKeysMagic, keys.data, e.take(), as_bytes(kMigratedKeysAad));
+}
+
+MasterKeys open_migrated_keys(const MasterKeys& keys, ByteView object, const std::string& what) {
+  if (!keys.full()) throw Error(ErrorKind::kUsage, what + ": only a full key opens it");
+  Bytes plain = open_object(kMigratedKeysMagic, "migrated key set", keys.data, object, as_bytes(kMigratedKeysAad), what);
+  Decoder d(plain, what);
+  MasterKeys out = keys;
+  out.format = 2;
+  ByteView index = d.raw(out.index.size());
+  std::copy(index.begin(), index.end(), out.index.begin());
+  Key256 private_key;
+  ByteView priv = d.raw(private_key.size());
+  std::copy(priv.begin(), priv.end(), private_key.begin());
+  d.expect_done();
+  out.sealing = SealingKeyPair::from_private(private_key);
+  return out;
 }
 
 Bytes seal_key_slot(const MasterKeys& keys, const KeySlotInfo& info, std::string_view password,

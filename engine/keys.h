@@ -41,8 +41,23 @@ struct MasterKeys {
   static MasterKeys generate(uint32_t format = 1);
   // The put-only key of the same format-2 repository.
   MasterKeys put_only() const;
+  // The format-2 full keys of a format-1 repository being migrated (keel
+  // migrate): its data, id and chunker keys, a new index key and key pair.
+  MasterKeys migrated() const;
   bool full() const { return kind == KeyKind::kFull; }
 };
+
+// A format-1 repository migrated to format 2 keeps its format-1 key slots,
+// which cannot be rewritten without their passwords; what format 2 adds (the
+// index key, the private key) is sealed under the data key in this object:
+// "KEELMIG2" + box(data key, AD "keel keys v2") of index key || private key.
+inline constexpr std::string_view kMigratedKeysKey = "keys-v2";
+
+Bytes seal_migrated_keys(const MasterKeys& keys);  // `keys`: format-2 full keys
+// The format-2 full keys of the full key `keys` (either format: its data, id
+// and chunker keys are kept) from a keys-v2 object. Throws Error(kIntegrity)
+// naming `what` if it does not open.
+MasterKeys open_migrated_keys(const MasterKeys& keys, ByteView object, const std::string& what);
 
 struct KeySlotInfo {
   Id id;

@@ -182,7 +182,23 @@ std::vector<LeaseRecord> remove_leases(targets::Target& target, const Key256& ke
   return removed;
 }
 
+void require_delete_permission(targets::Target& target, std::string_view command) {
+  const std::string probe = lease_key(kLockPrefix, Id::random());
+  try {
+    target.remove(probe);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kTargetIo,
+                std::string(command) + ": these credentials may not delete objects in " + target.describe() +
+                    " (removing " + probe + ", which does not exist, was refused: " + e.what() +
+                    "); nothing was changed and no lock taken. Forget, prune, repair and migrate delete: run them "
+                    "with the repository owner's credentials (append-only credentials back up, they delete nothing)");
+  }
+}
+
 std::unique_ptr<Lease> acquire_lock(targets::Target& target, const Key256& key, LeaseOptions options) {
+  // Before the lock is written: one these credentials cannot remove would
+  // hold off every other maintenance run until it expired.
+  require_delete_permission(target, "the maintenance lock");
   int64_t now = options.clock();
   for (const LeaseRecord& other : list_leases(target, key, kLockPrefix)) {
     if (!other.stale(now)) throw locked_by(other, target);

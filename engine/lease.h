@@ -104,10 +104,19 @@ std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key,
 std::vector<LeaseRecord> remove_leases(targets::Target& target, const Key256& key,
                                        const std::function<bool(const LeaseRecord&)>& which);
 
-// Takes the exclusive maintenance lock. Stale locks are removed; an
-// unexpired one held by someone else refuses with Error(kLocked) naming its
-// holder. Two runs racing for it both write theirs, look again, and the one
-// with the later (created, id) backs off.
+// Throws Error(kTargetIo) naming `command` unless the credentials may delete
+// on `target`: credentials that may only create (append-only) could not
+// remove a lock again, nor anything a maintenance run deletes. It removes a
+// key under locks/ that does not exist, which the store refuses without
+// delete permission and otherwise changes nothing (a versioned bucket gains
+// a delete marker, as it does for every lease removed).
+void require_delete_permission(targets::Target& target, std::string_view command);
+
+// Takes the exclusive maintenance lock. Credentials that may not delete are
+// refused first (require_delete_permission): the lock would stay behind.
+// Stale locks are removed; an unexpired one held by someone else refuses
+// with Error(kLocked) naming its holder. Two runs racing for it both write
+// theirs, look again, and the one with the later (created, id) backs off.
 std::unique_ptr<Lease> acquire_lock(targets::Target& target, const Key256& key, LeaseOptions options = {});
 
 }  // namespace keel::engine

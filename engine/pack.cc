@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "engine/sealed_object.h"
 #include "util/codec.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
@@ -79,9 +80,16 @@ std::string pack_key(const Id& pack) {
   return "packs/" + hex.substr(0, 2) + "/" + hex;
 }
 
-std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,
-                                                  uint64_t pack_size) {
-  std::string what = "pack " + pack.short_hex() + " on " + target.describe();
+namespace {
+
+// A pack's sealed header and where it starts, from its trailer.
+struct PackTail {
+  uint32_t version = 0;
+  uint64_t header_start = 0;
+  Bytes box;
+};
+
+PackTail read_pack_tail(targets::Target& target, const Id& pack, uint64_t pack_size, const std::string& what) {
   if (pack_size < kPackTrailerSize) throw Error(ErrorKind::kIntegrity, what + ": too short to be a pack");
   // Most headers fit in the last 64 KiB: read them with the trailer at once.
   uint64_t tail = std::min<uint64_t>(pack_size, 64 * 1024);
@@ -93,24 +101,79 @@ std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const
   if (std::string_view(reinterpret_cast<const char*>(trailer + 8), 8) != kPackMagic) {
     throw Error(ErrorKind::kIntegrity, what + ": no pack trailer (not a keel pack, or truncated)");
   }
-  uint32_t header_len = get_u32(trailer), version = get_u32(trailer + 4);
-  if (version == 0 || version > kMaxPackVersion) throw Error(ErrorKind::kIntegrity, what + ": unsupported pack version " + std::to_string(version));
+  PackTail out;
+  uint32_t header_len = get_u32(trailer);
+  out.version = get_u32(trailer + 4);
+  if (out.version == 0 || out.version > kMaxPackVersion) {
+    throw Error(ErrorKind::kIntegrity, what + ": unsupported pack version " + std::to_string(out.version));
+  }
   if (header_len > kMaxHeaderSize || header_len + kPackTrailerSize > pack_size) {
     throw Error(ErrorKind::kIntegrity, what + ": header length " + std::to_string(header_len) + " out of range");
   }
-  uint64_t header_start = pack_size - kPackTrailerSize - header_len;
-  Bytes box;
+  out.header_start = pack_size - kPackTrailerSize - header_len;
   if (header_len + kPackTrailerSize <= tail) {
     size_t at = tail - kPackTrailerSize - header_len;
-    box.assign(buf.begin() + static_cast<ptrdiff_t>(at), buf.begin() + static_cast<ptrdiff_t>(at + header_len));
+    out.box.assign(buf.begin() + static_cast<ptrdiff_t>(at), buf.begin() + static_cast<ptrdiff_t>(at + header_len));
   } else {
-    box.resize(header_len);
-    if (target.get_range(pack_key(pack), header_start, box) != header_len) {
+    out.box.resize(header_len);
+    if (target.get_range(pack_key(pack), out.header_start, out.box) != header_len) {
       throw Error(ErrorKind::kIntegrity, what + ": header truncated");
     }
   }
-  Bytes body = open_sealed(key, box, pack.view(), what + " header");
-  return decode_header(body, header_start, what);
+  return out;
+}
+
+constexpr std::string_view kPackIndexMagic = "KEELPIX1";
+
+std::vector<catalog::BlobRecord> read_pack_index(targets::Target& target, const Key256& index_key, const Id& pack,
+                                                 uint64_t blob_region_end, const std::string& what) {
+  std::optional<Bytes> body = read_object(target, pack_index_key(pack), kPackIndexMagic, "pack index", index_key,
+                                          pack.view(), what + " pack index");
+  if (!body) {
+    throw Error(ErrorKind::kIntegrity, what + ": a version-1 pack (written before the repository was migrated to "
+                                              "format 2) without a pack index, which a put-only key needs to index "
+                                              "it: run keel migrate --format 2 again with a full key");
+  }
+  return decode_header(*body, blob_region_end, what);
+}
+
+}  // namespace
+
+std::string pack_index_key(const Id& pack) { return std::string(kPackIndexPrefix) + pack.hex(); }
+
+void put_pack_index(targets::Target& target, const Key256& index_key, const Id& pack,
+                    const std::vector<catalog::BlobRecord>& blobs) {
+  target.put(pack_index_key(pack), seal_object(kPackIndexMagic, index_key, encode_header(blobs), pack.view()));
+}
+
+bool pack_index_intact(targets::Target& target, const Key256& index_key, const Id& pack, uint64_t pack_size) {
+  if (pack_size < kPackTrailerSize) return false;
+  try {
+    read_pack_index(target, index_key, pack, pack_size - kPackTrailerSize, "pack " + pack.short_hex());
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIntegrity) throw;
+    return false;
+  }
+}
+
+std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const MasterKeys& keys, const Id& pack,
+                                                  uint64_t pack_size) {
+  std::string what = "pack " + pack.short_hex() + " on " + target.describe();
+  PackTail tail = read_pack_tail(target, pack, pack_size, what);
+  if (tail.version >= 2) return decode_header(open_sealed(keys.index, tail.box, pack.view(), what + " header"), tail.header_start, what);
+  // Version 1: under the data key (the index key of format 1).
+  if (!keys.full()) return read_pack_index(target, keys.index, pack, tail.header_start, what);
+  return decode_header(open_sealed(keys.data, tail.box, pack.view(), what + " header"), tail.header_start, what);
+}
+
+std::optional<std::vector<catalog::BlobRecord>> read_version1_pack_header(targets::Target& target,
+                                                                         const Key256& data_key, const Id& pack,
+                                                                         uint64_t pack_size) {
+  std::string what = "pack " + pack.short_hex() + " on " + target.describe();
+  PackTail tail = read_pack_tail(target, pack, pack_size, what);
+  if (tail.version != 1) return std::nullopt;
+  return decode_header(open_sealed(data_key, tail.box, pack.view(), what + " header"), tail.header_start, what);
 }
 
 struct PackWriter::OpenPack {

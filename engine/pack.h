@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,10 +38,29 @@ std::string pack_key(const Id& pack);  // "packs/3f/3fa2..."
 void encode_blob_record(Encoder& e, const catalog::BlobRecord& b);
 catalog::BlobRecord decode_blob_record(Decoder& d);
 
-// Reads and opens the header of a pack of `pack_size` bytes (`key`: the
-// header key, PackKeys::header_key()).
-std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const Key256& key, const Id& pack,
+// Reads and opens the header of a pack of `pack_size` bytes: version-2
+// packs under the index key; version-1 packs under the data key, or, for a
+// put-only key in a repository migrated to format 2, from the pack's
+// pack-index object (below). Throws Error(kIntegrity) if it does not open.
+std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const MasterKeys& keys, const Id& pack,
                                                   uint64_t pack_size);
+
+// Version-1 packs of a repository migrated to format 2 (keel migrate) keep
+// their headers under the data key, which put-only keys lack: their blob
+// table is stored again under the index key, in pack-index/<pack id>:
+// "KEELPIX1" + box(index key, AD pack id) of the header's plaintext.
+inline constexpr std::string_view kPackIndexPrefix = "pack-index/";
+std::string pack_index_key(const Id& pack);
+void put_pack_index(targets::Target& target, const Key256& index_key, const Id& pack,
+                    const std::vector<catalog::BlobRecord>& blobs);
+// Whether pack-index/<pack> opens under `index_key` and fits a pack of
+// `pack_size` bytes (false when it is missing or damaged).
+bool pack_index_intact(targets::Target& target, const Key256& index_key, const Id& pack, uint64_t pack_size);
+// The header of `pack` if it is a version-1 pack (under `data_key`);
+// nullopt if it is a version-2 pack. Throws Error(kIntegrity) if it does not open.
+std::optional<std::vector<catalog::BlobRecord>> read_version1_pack_header(targets::Target& target,
+                                                                         const Key256& data_key, const Id& pack,
+                                                                         uint64_t pack_size);
 
 struct PackWriterOptions {
   uint64_t pack_size = 64ull << 20;  // finish a pack once it holds this much

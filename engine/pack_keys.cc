@@ -36,7 +36,14 @@ Key256 PackKeys::blob_key(const Id& pack) {
     throw Error(ErrorKind::kIntegrity, what + ": too short to hold its key preamble");
   }
   if (as_chars(ByteView(preamble).first(kPreambleMagic.size())) != kPreambleMagic) {
-    throw Error(ErrorKind::kIntegrity, what + ": no key preamble (not a format-2 pack, or damaged)");
+    // A version-1 pack, written before the repository was migrated to format
+    // 2 (keel migrate): its blobs are under the data key. (A version-1 pack
+    // starts with its first blob's random nonce, which matches the magic
+    // with a chance of 2^-64; a damaged preamble fails each blob's
+    // authentication instead.)
+    std::lock_guard lock(mu_);
+    opened_.emplace(pack, keys_.data);
+    return keys_.data;
   }
   Bytes plain = open_sealed_to(keys_.sealing, ByteView(preamble).subspan(kPreambleMagic.size()), pack.view(),
                                what + " key preamble");

@@ -1,7 +1,8 @@
 // Which key opens the blobs of each pack, and what a new pack carries so that
 // full keys can open it later (docs/repository-format.md):
 //
-//   format 1  every blob is sealed under the data key.
+//   format 1  every blob is sealed under the data key (so are the blobs of
+//             packs written before a repository was migrated to format 2).
 //   format 2  each process seals its blobs under a random blob key of its
 //             own, and every pack it writes starts with a preamble holding
 //             that key sealed to the repository's public key: only full keys
@@ -31,6 +32,7 @@ class PackKeys {
  public:
   PackKeys(targets::Target& target, const MasterKeys& keys);
 
+  const MasterKeys& keys() const { return keys_; }
   // Seals pack headers' blob tables (the index key; the data key in format 1).
   const Key256& header_key() const { return keys_.index; }
   // Seals the blobs this process writes.
@@ -44,8 +46,10 @@ class PackKeys {
   bool reseal_copies() const { return keys_.format >= 2; }
 
   // The key that opens the blobs of `pack`. Format 2 reads the pack's
-  // preamble once per process. Thread-safe. Throws Error(kUsage) for a
-  // put-only key, Error(kIntegrity) if the preamble is damaged.
+  // preamble once per process (a pack without one was written before the
+  // repository was migrated from format 1: the data key). Thread-safe.
+  // Throws Error(kUsage) for a put-only key, Error(kIntegrity) if the
+  // preamble is damaged.
   Key256 blob_key(const Id& pack);
 
  private:

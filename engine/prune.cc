@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "engine/catalog_copy.h"
 #include "engine/change_log.h"
 #include "engine/condemnation.h"
 #include "engine/live_blobs.h"
@@ -13,6 +14,7 @@
 #include "engine/content.h"
 #include "engine/pack.h"
 #include "engine/pack_output.h"
+#include "engine/sealed_object.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/host.h"
@@ -74,6 +76,8 @@ class PruneRun {
     settle();
     if (!options_.dry_run) {
       compact_log();
+      result_.catalog_copies_removed = trim_catalog_copies(repo_, kKeptCopies);
+      remove_orphan_pack_indexes();
       std::chrono::seconds min_age = std::max(options_.grace, running_.empty() ? kStaleUploadIdle : kStaleUploadBusy);
       result_.stale_uploads_removed = repo_.target().remove_stale_uploads(min_age);
     }
@@ -348,7 +352,7 @@ class PruneRun {
   void find_relocated(const catalog::PackRecord& pack, std::vector<catalog::BlobLocation>& relocated) {
     std::vector<catalog::BlobRecord> header;
     try {
-      header = read_pack_header(repo_.target(), repo_.keys().index, pack.id, pack.size);
+      header = read_pack_header(repo_.target(), repo_.keys(), pack.id, pack.size);
     } catch (const Error&) {
       return;  // unreadable: nothing to tell (check reports it)
     }
@@ -376,6 +380,19 @@ class PruneRun {
     }
     repo_.log_changes(compaction);
     for (const std::string& key : compaction.entries_compacted) repo_.target().remove(key);
+  }
+
+  // Pack indexes (engine/migrate.h) of packs no longer on the target: of
+  // those deleted now, or by a run that stopped before removing them.
+  void remove_orphan_pack_indexes() {
+    if (repo_.config().version < 2) return;
+    std::vector<Id> indexes = list_object_ids(repo_.target(), kPackIndexPrefix);
+    if (indexes.empty()) return;
+    std::vector<Id> listed = list_object_ids(repo_.target(), "packs/");
+    const std::set<Id> packs(listed.begin(), listed.end());
+    for (const Id& id : indexes) {
+      if (!packs.count(id)) remove_unless_locked(repo_, pack_index_key(id));
+    }
   }
 
   // A dry run condemns nothing, so it judges the packs it would condemn as

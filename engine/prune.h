@@ -101,6 +101,9 @@ struct PruneResult {
   uint64_t bytes_waiting = 0;         // condemned, not yet deleted
   size_t running_backups = 0;         // seen before deleting
   size_t stale_uploads_removed = 0;
+  // Catalog copies beyond each catalog's newest few (those of append-only
+  // hosts, which remove none themselves).
+  size_t catalog_copies_removed = 0;
   // Object Lock repositories: packs in use whose lock was extended, and
   // condemned packs kept because their lock has not ended (waiting too).
   uint64_t packs_lock_extended = 0, packs_locked = 0;

@@ -89,7 +89,7 @@ class RepairRun {
     }
     for (const auto& [id, size] : on_target) {
       try {
-        read_pack_header(repo_.target(), repo_.keys().index, id, size);
+        read_pack_header(repo_.target(), repo_.keys(), id, size);
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kIntegrity) throw;
         packs_[id].whole = true;

@@ -337,8 +337,7 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username()};
   // Key slot first: a config without a slot would be a repository nobody can open.
   target->put(key_slot_key(slot.id), seal_key_slot(keys, slot, options.password));
-  target->put(std::string(kConfigKey), seal_object(c.version >= 2 ? kConfigMagicV2 : kConfigMagic, keys.index,
-                                                   encode_config(c), as_bytes(kConfigAad)));
+  write_config(*target, c, keys);
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), c, keys, slot.id));
   repo->on_warning_ = options.on_warning;
@@ -346,10 +345,29 @@ std::unique_ptr<Repository> Repository::init(std::unique_ptr<targets::Target> ta
   return repo;
 }
 
-RepoConfig read_config(targets::Target& target, const MasterKeys& keys) {
+void write_config(targets::Target& target, const RepoConfig& config, const MasterKeys& keys) {
+  target.put(std::string(kConfigKey), seal_object(config.version >= 2 ? kConfigMagicV2 : kConfigMagic, keys.index,
+                                                  encode_config(config), as_bytes(kConfigAad)));
+}
+
+RepoConfig read_config(targets::Target& target, MasterKeys& keys) {
   Bytes cfg = target.get(std::string(kConfigKey));
   std::string what = target.describe() + "/config";
   const bool v2 = cfg.size() >= kConfigMagicV2.size() && as_chars(ByteView(cfg).first(kConfigMagicV2.size())) == kConfigMagicV2;
+  if (v2 && keys.format < 2 && keys.full()) {
+    // A format-1 slot of a repository migrated to format 2: the rest of its keys are in keys-v2.
+    const std::string migrated = target.describe() + "/" + std::string(kMigratedKeysKey);
+    Bytes object;
+    try {
+      object = target.get(std::string(kMigratedKeysKey));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kNotFound) throw;
+      throw Error(ErrorKind::kIntegrity, what + ": the repository was migrated to format 2, but " + migrated +
+                                             ", which the format-1 key slots need, is missing (bring it back with "
+                                             "keel repair --undelete, or open with a password added since)");
+    }
+    keys = open_migrated_keys(keys, object, migrated);
+  }
   if (v2 != (keys.format >= 2)) {
     throw Error(ErrorKind::kIntegrity, what + ": the key slot is of format " + std::to_string(keys.format) +
                                            ", the config is not");
@@ -399,7 +417,7 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
     throw Error(ErrorKind::kWrongPassword,
                 where + ": wrong password (none of its " + std::to_string(slots.size()) + " key slots opens with it)");
   }
-  RepoConfig config = read_config(*target, *keys);
+  RepoConfig config = read_config(*target, *keys);  // a migrated repository's format-1 slot gets the rest of its keys
   target = lock_writes(std::move(target), config);
 
   std::unique_ptr<Repository> repo(new Repository(std::move(target), config, *keys, slot_id));
@@ -576,7 +594,15 @@ void Repository::follow_log() {
   std::vector<ChangeLogEntry> fresh;
   for (const std::string& key : listed) {
     if (applied.count(key)) continue;
-    std::optional<ChangeLogEntry> entry = read_log_entry(*target_, keys_.index, key);
+    std::optional<ChangeLogEntry> entry;
+    try {
+      entry = read_log_entry(*target_, keys_.index, key);
+    } catch (const Error& e) {
+      // Sealed under another key (written before the repository was
+      // migrated to format 2) or damaged: the listing tells what it would have.
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      return full_sync();
+    }
     if (!entry) return full_sync();  // compacted since it was listed
     for (const std::string& gone : entry->entries_compacted) {
       // A compaction removed an entry this catalog never applied.
@@ -685,7 +711,7 @@ void Repository::recover_missing_pack(const Id& pack, std::span<const Id> blobs)
     if (!reread_packs_.insert(p.id).second) continue;
     std::vector<catalog::BlobRecord> header;
     try {
-      header = read_pack_header(*target_, keys_.index, p.id, p.size);
+      header = read_pack_header(*target_, keys_, p.id, p.size);
     } catch (const Error&) {
       continue;  // damaged or gone too: check reports it
     }
@@ -712,10 +738,19 @@ std::optional<catalog::SnapshotRecord> read_snapshot_object(targets::Target& tar
       if (e.kind() == ErrorKind::kNotFound) return std::nullopt;
       throw;
     }
-    if (object.size() < kSnapshotMagicV2.size() || as_chars(ByteView(object).first(kSnapshotMagicV2.size())) != kSnapshotMagicV2) {
-      throw Error(ErrorKind::kIntegrity, what + ": not a keel format-2 snapshot");
+    const auto starts_with = [&](std::string_view magic) {
+      return object.size() >= magic.size() && as_chars(ByteView(object).first(magic.size())) == magic;
+    };
+    if (starts_with(kSnapshotMagicV2)) {
+      snap = open_snapshot_v2(keys, object, id, what);
+    } else if (starts_with(kSnapshotMagic)) {
+      // Written before the repository was migrated from format 1: all of it
+      // under the data key, which a put-only key lacks.
+      if (!keys.full()) return std::nullopt;
+      snap = decode_snapshot(open_object(kSnapshotMagic, "snapshot", keys.data, object, id.view(), what), what);
+    } else {
+      throw Error(ErrorKind::kIntegrity, what + ": not a keel snapshot");
     }
-    snap = open_snapshot_v2(keys, object, id, what);
   } else {
     std::optional<Bytes> body = read_object(target, snapshot_key(id), kSnapshotMagic, "snapshot", keys.data, id.view(), what);
     if (!body) return std::nullopt;
@@ -729,7 +764,7 @@ std::optional<catalog::SnapshotRecord> read_snapshot_object(targets::Target& tar
 // blobs are read from other copies, if any) instead of failing the sync.
 std::optional<std::vector<catalog::BlobRecord>> Repository::read_pack_header_or_warn(const Id& pack, uint64_t size) {
   try {
-    return read_pack_header(*target_, keys_.index, pack, size);
+    return read_pack_header(*target_, keys_, pack, size);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kIntegrity) throw;
     warn("pack " + pack.hex() + " is damaged and was not indexed (" + e.what() + "); run keel check, then keel repair");
@@ -794,9 +829,8 @@ KeySlotInfo Repository::add_key_slot(std::string_view password, KeyKind kind) {
   require_full_key("key add");
   if (password.empty()) throw Error(ErrorKind::kUsage, "a key slot needs a non-empty password");
   if (kind == KeyKind::kPutOnly && keys_.format < 2) {
-    throw Error(ErrorKind::kUsage, target_->describe() + " is a format-1 repository: put-only keys need format 2, "
-                                   "and keel migrate --format 2 is not implemented yet (create a new repository "
-                                   "with keel init --format 2)");
+    throw Error(ErrorKind::kUsage, target_->describe() + " is a format-1 repository: put-only keys need format 2; "
+                                   "migrate it first with keel migrate --format 2 (docs/repository-format.md)");
   }
   KeySlotInfo slot{Id::random(), static_cast<int64_t>(std::time(nullptr)), local_hostname(), username(), kind};
   target_->put(key_slot_key(slot.id), seal_key_slot(kind == KeyKind::kPutOnly ? keys_.put_only() : keys_, slot, password));

@@ -18,12 +18,13 @@ using targets::ObjectVersion;
 
 // The kinds of object keel verifies; other keys under the prefix (leases,
 // condemnations, damaged/, foreign files) are left alone.
-enum class Kind { kConfig, kKeySlot, kSnapshot, kPack, kLogEntry, kCatalogCopy, kExternalRoots };
+enum class Kind { kConfig, kKeySlot, kMigratedKeys, kSnapshot, kPack, kLogEntry, kCatalogCopy, kExternalRoots };
 
 std::optional<Kind> kind_of(const std::string& key) {
   const auto under = [&](std::string_view prefix) { return key.rfind(prefix, 0) == 0; };
   if (key == "config") return Kind::kConfig;
   if (key == "external-roots") return Kind::kExternalRoots;
+  if (key == kMigratedKeysKey) return Kind::kMigratedKeys;
   if (under("keys/")) return Kind::kKeySlot;
   if (under(kLogPrefix)) return log_key_time(key) ? std::optional(Kind::kLogEntry) : std::nullopt;
   if (under("catalog/")) return Kind::kCatalogCopy;
@@ -101,17 +102,20 @@ class UndeleteRun {
         case Kind::kKeySlot:
           read_key_slot_info(view.get(v.key), what);
           break;
+        case Kind::kMigratedKeys:
+          open_migrated_keys(*keys_, view.get(v.key), what);
+          break;
         case Kind::kConfig:
-          read_config(view, *keys_);
+          read_config_version(view);
           break;
         case Kind::kSnapshot:
-          read_snapshot_object(view, *keys_, *id_from_key(v.key));
+          read_snapshot_object(view, reader(), *id_from_key(v.key));
           break;
         case Kind::kPack:
-          read_pack_header(view, keys_->index, *id_from_key(v.key), v.size);
+          read_pack_header(view, reader(), *id_from_key(v.key), v.size);
           break;
         case Kind::kLogEntry:
-          read_log_entry(view, keys_->index, v.key);
+          read_log_entry_version(view, v.key);
           break;
         case Kind::kCatalogCopy: {
           // Frames under the data key follow; the magic tells a copy from garbage.
@@ -130,6 +134,31 @@ class UndeleteRun {
       return e.what();
     }
     return std::nullopt;
+  }
+
+  // Full keys that read format-1 and format-2 objects alike.
+  const MasterKeys& reader() const { return migrated_ ? *migrated_ : *keys_; }
+
+  // A migrated repository's config versions are of either format.
+  void read_config_version(targets::Target& view) {
+    MasterKeys keys = *keys_;
+    try {
+      read_config(view, keys);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity || !migrated_) throw;
+      keys = *migrated_;
+      read_config(view, keys);
+    }
+  }
+
+  // Entries written before a migration to format 2 are under the data key.
+  void read_log_entry_version(targets::Target& view, const std::string& key) {
+    try {
+      read_log_entry(view, reader().index, key);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity || reader().index == reader().data) throw;
+      read_log_entry(view, reader().data, key);
+    }
   }
 
   // The newest version of `list` that passes verification; `why` gets the
@@ -166,6 +195,17 @@ class UndeleteRun {
     if (!keys_->full()) {
       throw Error(ErrorKind::kUsage, "keel repair --undelete needs a full key: the password opens a put-only key, "
                                      "which cannot verify what it would bring back");
+    }
+    // A format-1 slot of a repository migrated to format 2 (engine/migrate.h):
+    // the rest of its keys come from the newest version of keys-v2 that opens.
+    auto migrated = versions.find(std::string(kMigratedKeysKey));
+    if (keys_->format < 2 && migrated != versions.end()) {
+      std::string why;
+      if (std::optional<size_t> good = newest_good(migrated->second, why)) {
+        const ObjectVersion& v = migrated->second[*good];
+        OneVersion view(target_, v);
+        migrated_ = open_migrated_keys(*keys_, view.get(v.key), target_.describe() + "/" + v.key);
+      }
     }
   }
 
@@ -212,6 +252,7 @@ class UndeleteRun {
   const UndeleteOptions& options_;
   UndeleteResult result_;
   std::optional<MasterKeys> keys_;
+  std::optional<MasterKeys> migrated_;  // a migrated repository's format-2 keys, for a format-1 slot
   std::map<const ObjectVersion*, std::string> failures_;
 };
 

@@ -35,7 +35,8 @@ class AppendOnlyHost(KeelTestCase):
 
         refused = [("forget", "--keep-last", "1"), ("forget", "--keep-last", "1", "--prune"), ("forget", snapshot),
                    ("prune",), ("tag", "--add", "x", snapshot), ("key", "remove", slot), ("unlock", "--yes"),
-                   ("repair",), ("repair", "--undelete", "--apply"), ("job", "run", "nightly")]
+                   ("repair",), ("repair", "--undelete", "--apply"), ("job", "run", "nightly"),
+                   ("migrate", "--format", "2")]
         for args in refused:
             for how in ({"args": ["--append-only"], "env": {}}, {"args": [], "env": {"KEEL_APPEND_ONLY": "1"}}):
                 env = dict(how["env"], KEEL_JOBS=self.path("jobs.db"))

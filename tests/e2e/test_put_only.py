@@ -149,7 +149,49 @@ class PutOnlyTest(KeelTestCase):
         self.keel("init", env={"KEEL_REPO": repo1})
         p = self.keel("key", "add", "--put-only", env={"KEEL_REPO": repo1, "KEEL_NEW_PASSWORD": PUT}, expect=2)
         self.assertIn("format 2", p.stderr.decode())
-        self.assertIn("migrate", p.stderr.decode())
+        self.assertIn("keel migrate --format 2", p.stderr.decode())
+
+    def test_migrate_format_1_then_put_only(self):
+        # A format-1 repository with two snapshots in several packs.
+        env = {"KEEL_REPO": self.path("old")}
+        self.keel("init", "--pack-size", "1", env=env)
+        a, b = self.path("a"), self.path("b")
+        write_tree(a, "a", files=4, size=400_000)
+        write_tree(b, "b", files=4, size=400_000)
+        expected = {}
+        for src in (a, b):
+            expected[self.keel_json("backup", src, env=env)["snapshot"]] = (src, tree_state(src))
+        packs = sum(len(files) for _, _, files in os.walk(self.path("old", "packs")))
+        self.assertGreater(packs, 2)
+        self.keel("migrate", expect=2, env=env)  # --format is required
+        migrated = self.keel_json("migrate", "--format", "2", env=env)
+        self.assertTrue(migrated["switched"])
+        self.assertEqual((migrated["format_before"], migrated["packs"], migrated["packs_indexed"]), (1, packs, packs))
+        self.assertEqual(len(os.listdir(self.path("old", "pack-index"))), packs)
+        self.assertEqual(os.listdir(self.path("old", "locks")), [])
+
+        # A put-only key, and its backup of data the format-1 key wrote: nothing uploaded twice.
+        self.keel("key", "add", "--put-only", env={**env, "KEEL_NEW_PASSWORD": PUT})
+        put_env = {**self.put_env, **env}
+        again = last_json(self.keel("backup", a, "--json", env=put_env).stdout)
+        print(f"\nput-only backup after migrate: {again['bytes_added']} of {again['bytes']} bytes added, "
+              f"{again['chunks_added']} chunks")
+        self.assertEqual(again["chunks_added"], 0)
+        self.assertLess(again["bytes_added"], 16 * 1024)
+        expected[again["snapshot"]] = (a, tree_state(a))
+        self.keel("restore", again["snapshot"][:8], "--target", self.path("nope"), env=put_env, expect=2)
+
+        # The full key (the format-1 password) restores old and new snapshots byte for byte.
+        self.keel("check", "--read-data", env=env)
+        for i, (snapshot, (src, state)) in enumerate(expected.items()):
+            out = self.path(f"out{i}")
+            self.keel("restore", snapshot[:8], "--target", out, env=env)
+            self.assertEqual(tree_state(os.path.join(out, src.lstrip("/"))), state, snapshot)
+
+        # A rerun finds nothing left to do.
+        rerun = self.keel_json("migrate", "--format", "2", env=env)
+        self.assertFalse(rerun["switched"])
+        self.assertEqual((rerun["packs_indexed"], rerun["packs_already_indexed"]), (0, packs))
 
 
 if __name__ == "__main__":

@@ -189,13 +189,15 @@ class KeelRepositoryTest:
     CAROL = ("AKIDCAROL00000000003", "carol-secret-key-000000000000000000000")
     PASSWORD = "keel e2e"
 
-    def keel(self, *args, user="carol", state=None, repo="s3://vault/repo", expect=0):
-        """Runs keel as `user` (its catalog and data under self.tmp, named `state`); checks the exit code."""
+    def keel(self, *args, user="carol", state=None, repo="s3://vault/repo", expect=0, password=None, env=None):
+        """Runs keel as `user` (its catalog and data under self.tmp, named `state`) with `password`
+        (default self.PASSWORD) and `env` added; checks the exit code."""
         access, secret = self.CAROL if user == "carol" else USERS[user]
         state = state or user
         env = dict(self.gateway.env(), AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret,
-                   KEEL_PASSWORD=self.PASSWORD, XDG_DATA_HOME=os.path.join(self.tmp, "state-" + state),
-                   KEEL_CATALOG=os.path.join(self.tmp, state + ".db"), KEEL_JOBS=os.path.join(self.tmp, "jobs.db"))
+                   KEEL_PASSWORD=password or self.PASSWORD, XDG_DATA_HOME=os.path.join(self.tmp, "state-" + state),
+                   KEEL_CATALOG=os.path.join(self.tmp, state + ".db"), KEEL_JOBS=os.path.join(self.tmp, "jobs.db"),
+                   **(env or {}))
         command = [KEEL, *args, "--repo", repo, "--endpoint", self.gateway.urls["http"], "--s3-timeout", "20s"]
         p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         self.assertEqual(p.returncode, expect, f"{' '.join(command)}\nstdout: {p.stdout}\nstderr: {p.stderr}")
@@ -217,10 +219,10 @@ class KeelRepositoryTest:
             snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))  # status lines come first
         return source, snapshots
 
-    def restore_all_as_of(self, snapshots, source, user="carol"):
+    def restore_all_as_of(self, snapshots, source, user="carol", **keel_args):
         """Restores each (snapshot, frozen copy of `source` as it was then) and compares the two."""
         import random
         for n, (snapshot, tree) in enumerate(snapshots):
             out = os.path.join(self.tmp, f"restored-{user}-{n}-{random.randrange(1 << 30)}")
-            self.keel("restore", snapshot, "--target", out, user=user)
+            self.keel("restore", snapshot, "--target", out, user=user, **keel_args)
             self.assertTrue(same_tree(tree, os.path.join(out, source.lstrip("/"))), f"snapshot {snapshot} differs")

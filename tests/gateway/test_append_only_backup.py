@@ -84,12 +84,18 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
         batch = {"Objects": [{"Key": k} for k in keys[:10]]}
         self.assertEqual(error_of(lambda: carol.delete_objects(Bucket="vault", Delete=batch))["Error"]["Code"],
                          "AccessDenied")
-        # keel's own maintenance with the append credentials.
-        p = self.keel("forget", "--keep-last", "1", "--prune", "--grace", "0s", expect=7)
-        self.assertIn("AccessDenied", p.stderr)
-        self.assertIn("append grant", p.stderr)
-        # A prune finds nothing to delete (the forget failed); its lock, which it cannot remove, is stale at once.
-        self.keel("prune", "--grace", "0s")
+        # keel's own maintenance with the append credentials: refused before anything is
+        # deleted or a lock taken (one the append grant could never remove again).
+        for args in (("forget", "--keep-last", "1", "--prune", "--grace", "0s"),
+                     ("forget", "--keep-last", "10", "--prune", "--grace", "0s"),  # nothing to forget
+                     ("prune", "--grace", "0s")):
+            p = self.keel(*args, expect=7)
+            self.assertIn("these credentials may not delete", p.stderr)
+            self.assertIn("AccessDenied", p.stderr)
+            self.assertIn("append grant", p.stderr)
+            self.assertIn("no lock taken", p.stderr)
+        leases = [o["Key"] for o in carol.list_objects_v2(Bucket="vault", Prefix="repo/locks/").get("Contents", [])]
+        self.assertEqual(leases, [], "a maintenance lock was left behind")
         self.restore_all_as_of(snapshots, source)
 
         # The owner's credentials forget and prune.
@@ -98,6 +104,72 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
         self.assertIn("1 snapshots", listed)
         self.assertIn("job:vault", listed)  # the job's run, of the last state of `source`, is the newest
         self.restore_all_as_of([("latest", snapshots[-1][1])], source, user="alice")
+
+    def test_put_only_key_with_append_credentials(self):
+        """The host holds a put-only key and append-only credentials: it backs up, and can
+        neither destroy nor read what the repository holds."""
+        repo, full, put = "s3://vault/putonly", "the owner's full key", "the backup host's put-only key"
+        refused_before = self.refused_requests()  # other tests' attacks on the same gateway
+        self.keel("init", "--format", "2", user="alice", repo=repo, password=full)
+        self.keel("key", "add", "--put-only", user="alice", repo=repo, password=full,
+                  env={"KEEL_NEW_PASSWORD": put})
+        rng = random.Random(1818)
+        source = os.path.join(self.tmp, "put-source")
+        os.makedirs(os.path.join(source, "payroll"))
+        snapshots = []
+        for run in range(2):
+            with open(os.path.join(source, "payroll", f"salaries-{run}.xlsx"), "wb") as f:
+                f.write(rng.randbytes((2 << 20) + run))
+            p = self.keel("--json", "backup", "--append-only", source, repo=repo, password=put, state="put-host")
+            frozen = os.path.join(self.tmp, f"put-frozen-{run}")
+            shutil.copytree(source, frozen)
+            snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))
+        self.assertEqual(self.refused_requests(), refused_before, "an append-only backup tried to delete or overwrite")
+
+        carol = boto3_client(self.gateway, "http", access=CAROL[0], secret=CAROL[1])
+        keys = [o["Key"] for page in carol.get_paginator("list_objects_v2").paginate(Bucket="vault", Prefix="putonly/")
+                for o in page.get("Contents", [])]
+        pack = next(k for k in keys if k.startswith("putonly/packs/"))
+        snapshot_object = next(k for k in keys if k.startswith("putonly/snapshots/"))
+        # Delete, overwrite, overwrite with garbage (re-encrypt), a batch delete: the store refuses each.
+        for attempt in (lambda: carol.delete_object(Bucket="vault", Key=pack),
+                        lambda: carol.delete_object(Bucket="vault", Key=snapshot_object),
+                        lambda: carol.put_object(Bucket="vault", Key=pack, Body=os.urandom(4096)),
+                        lambda: carol.put_object(Bucket="vault", Key=snapshot_object, Body=os.urandom(512)),
+                        lambda: carol.put_object(Bucket="vault", Key="putonly/config", Body=b"garbage")):
+            error = error_of(attempt)["Error"]
+            self.assertEqual(error["Code"], "AccessDenied")
+            self.assertIn("append grant", error["Message"])
+        batch = {"Objects": [{"Key": k} for k in keys[:10]]}
+        self.assertEqual(error_of(lambda: carol.delete_objects(Bucket="vault", Delete=batch))["Error"]["Code"],
+                         "AccessDenied")
+        # No file name is on the store in the clear.
+        for key in keys:
+            self.assertNotIn(b"salaries", carol.get_object(Bucket="vault", Key=key)["Body"].read(), key)
+
+        # keel with the put-only key: forget, prune, reading names or bytes, changing keys: each
+        # refused (exit 2), naming the key's kind; the listing shows no paths.
+        out = os.path.join(self.tmp, "put-restore")
+        for args in (("forget", "--keep-last", "1"), ("forget", "--keep-last", "1", "--prune", "--grace", "0s"),
+                     ("forget", snapshots[0][0][:8]), ("prune", "--grace", "0s"), ("ls", "latest"),
+                     ("find", "*.xlsx"), ("restore", "latest", "--target", out), ("dump", "latest", "/"),
+                     ("tag", "latest", "--add", "x"), ("key", "remove", "0000"), ("unlock", "--yes"),
+                     ("check", "--read-data")):
+            with self.subTest(command=args):
+                p = self.keel(*args, repo=repo, password=put, state="put-host", expect=2)
+                self.assertIn("needs a full key", p.stderr)
+                self.assertIn("put-only", p.stderr)
+                self.assertNotIn("salaries", p.stdout + p.stderr)
+        self.assertFalse(os.path.exists(out))
+        listed = self.keel("snapshots", repo=repo, password=put, state="put-host").stdout
+        self.assertIn("2 snapshots", listed)
+        self.assertNotIn("put-source", listed)
+        leases = [o["Key"] for o in carol.list_objects_v2(Bucket="vault", Prefix="putonly/locks/").get("Contents", [])]
+        self.assertEqual(leases, [])
+
+        # The owner's full key restores every snapshot byte for byte, and everything checks.
+        self.keel("check", "--read-data", user="alice", repo=repo, password=full, state="put-owner")
+        self.restore_all_as_of(snapshots, source, user="alice", repo=repo, password=full, state="put-owner")
 
 
 if __name__ == "__main__":

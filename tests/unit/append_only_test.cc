@@ -1,7 +1,9 @@
 // Append-only backups (docs/immutable.md) against a target that refuses, as
 // the gateway's append grant does, every remove, every overwrite and every
 // abort of stale uploads: several backups succeed without asking for one,
-// their lease stays (written once, a day long) and catalog copies are kept.
+// their lease stays (written once, a day long) and catalog copies are kept;
+// the owner's prune trims those copies later. Maintenance with such
+// credentials is refused before it takes a lock it could not remove.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -10,7 +12,9 @@
 
 #include "agents/fs/fs_source.h"
 #include "engine/backup.h"
+#include "engine/catalog_copy.h"
 #include "engine/lease.h"
+#include "engine/prune.h"
 #include "engine/restore.h"
 #include "targets/memory/memory_target.h"
 #include "targets/target_decorator.h"
@@ -85,4 +89,73 @@ TEST_CASE("append-only backups neither delete nor overwrite", "[backup][append-o
     CHECK_THROWS_WITH(run_backup(*repo, *source, options, progress, [](const SkippedItem&) {}),
                       Catch::Contains("abort uploads"));
   }
+}
+
+namespace {
+
+size_t count_objects(const targets::memory::MemoryStore& store, std::string_view prefix) {
+  size_t n = 0;
+  for (const auto& [key, bytes] : store.objects()) n += key.starts_with(prefix);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("prune with credentials that may not delete refuses before taking its lock", "[prune][append-only]") {
+  test::TempDir dir("keel-append-only-prune");
+  auto store = std::make_shared<targets::memory::MemoryStore>();
+  Repository::init(targets::memory::open_memory_target(store), RepoConfig{}, {"secret", dir.file("owner.db")});
+  auto create_only = std::make_unique<CreateOnlyTarget>(targets::memory::open_memory_target(store));
+  CreateOnlyTarget& target = *create_only;
+  auto repo = Repository::open(std::move(create_only), {"secret", dir.file("host.db")});
+  const auto before = store->objects();
+  try {
+    prune(*repo, {});
+    FAIL("prune ran with credentials that may not delete");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kTargetIo);
+    CHECK_THAT(e.what(), Catch::Contains("may not delete") && Catch::Contains("no lock taken") &&
+                             Catch::Contains("AccessDenied"));
+  }
+  CHECK(target.refused == 1);          // the one probe
+  CHECK(store->objects() == before);   // no lock written, nothing else either
+  // A dry run deletes nothing and takes no lock: it still runs.
+  PruneOptions dry;
+  dry.dry_run = true;
+  CHECK_NOTHROW(prune(*repo, dry));
+  CHECK(store->objects() == before);
+}
+
+TEST_CASE("prune trims the catalog copies append-only hosts leave", "[prune][append-only]") {
+  test::TempDir dir("keel-append-only-copies");
+  auto store = std::make_shared<targets::memory::MemoryStore>();
+  Repository::init(targets::memory::open_memory_target(store), RepoConfig{}, {"secret", dir.file("owner.db")});
+  // Two append-only hosts (two catalogs), five copies each; a normal host keeps its newest 3 itself.
+  for (const char* host : {"a.db", "b.db"}) {
+    auto repo = Repository::open(std::make_unique<CreateOnlyTarget>(targets::memory::open_memory_target(store)),
+                                 {"secret", dir.file(host)});
+    for (int i = 0; i < 5; ++i) save_catalog_copy(*repo, kKeepAllCopies);
+  }
+  REQUIRE(count_objects(*store, "catalog/") == 10);
+  std::map<std::string, std::vector<std::string>> newest;  // per catalog, the 3 newest keys
+  for (const auto& [key, bytes] : store->objects()) {
+    if (key.starts_with("catalog/")) newest[key.substr(0, key.rfind('/'))].push_back(key);
+  }
+  REQUIRE(newest.size() == 2);
+  for (auto& [id, keys] : newest) keys.erase(keys.begin(), keys.end() - 3);  // keys sort by time
+
+  auto owner = Repository::open(targets::memory::open_memory_target(store), {"secret", dir.file("owner.db")});
+  PruneOptions dry;
+  dry.dry_run = true;
+  CHECK(prune(*owner, dry).catalog_copies_removed == 0);
+  CHECK(count_objects(*store, "catalog/") == 10);
+  PruneResult pruned = prune(*owner, {});
+  CHECK(pruned.catalog_copies_removed == 4);
+  std::map<std::string, std::vector<std::string>> left;
+  for (const auto& [key, bytes] : store->objects()) {
+    if (key.starts_with("catalog/")) left[key.substr(0, key.rfind('/'))].push_back(key);
+  }
+  CHECK(left == newest);
+  // The history of each host still reads back from its newest copy.
+  CHECK(import_newest_history(*owner).copy.has_value());
 }

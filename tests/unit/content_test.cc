@@ -128,7 +128,7 @@ TEST_CASE("a content writer commits each pack's blobs to the index", "[content]"
     // Data and trees never share a pack; the header agrees with the index.
     CHECK(std::all_of(blobs.begin(), blobs.end(), [&](auto& b) { return b.type == blobs.front().type; }));
     types.insert(blobs.front().type);
-    CHECK(read_pack_header(*s.target, s.key, p.id, p.size).size() == blobs.size());
+    CHECK(read_pack_header(*s.target, s.keys, p.id, p.size).size() == blobs.size());
     indexed += blobs.size();
   }
   CHECK(indexed == s.ids.size());
