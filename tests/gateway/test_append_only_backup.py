@@ -110,8 +110,8 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
         neither destroy nor read what the repository holds."""
         repo, full, put = "s3://vault/putonly", "the owner's full key", "the backup host's put-only key"
         refused_before = self.refused_requests()  # other tests' attacks on the same gateway
-        self.keel("init", "--format", "2", user="alice", repo=repo, password=full)
-        self.keel("key", "add", "--put-only", user="alice", repo=repo, password=full,
+        self.keel("init", "--format", "2", user="alice", repo=repo, password=full, state="put-owner")
+        self.keel("key", "add", "--put-only", user="alice", repo=repo, password=full, state="put-owner",
                   env={"KEEL_NEW_PASSWORD": put})
         rng = random.Random(1818)
         source = os.path.join(self.tmp, "put-source")
