@@ -95,9 +95,11 @@ int cmd_forget(App& app, const Args& args) {
 
   if (!dry_run) app.refuse_if_append_only("keel forget", and_prune ? "deletes snapshots and packs" : "deletes snapshots");
   auto repo = app.open_repository("keel forget");
-  // Append-only credentials: refused before a snapshot is touched, not at
-  // the first delete, and before --prune would take a lock it cannot remove.
-  if (!dry_run) engine::require_delete_permission(repo->target(), and_prune ? "keel forget --prune" : "keel forget");
+  // Append-only credentials with --prune: refused before a snapshot is
+  // touched, and before prune would take a lock they cannot remove. (Plain
+  // forget takes no lock; it fails at its first delete, or keeps what
+  // Object Lock holds, which says more.)
+  if (!dry_run && and_prune) engine::require_delete_permission(repo->target(), "keel forget --prune");
   std::vector<engine::ForgetDecision> decisions =
       specs.empty() ? engine::forget(*repo, selection, policy, grouping, dry_run)
                     : engine::forget_snapshots(*repo, specs, dry_run);
