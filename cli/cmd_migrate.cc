@@ -41,8 +41,7 @@ int cmd_migrate(App& app, const Args& args) {
     for (const std::string& p : result.not_indexed) j.value(p);
     j.end_array().end_object();
     std::cout << j.str() << "\n";
-  } else if (result.format_before >= 2 && !result.keys_written && result.packs_indexed == 0 &&
-             result.packs_already_indexed == 0) {
+  } else if (result.made_as_format2) {
     app.say(where + " is format 2 already (made so by keel init --format 2): nothing to do");
   } else {
     app.say((result.switched ? "migrated " + where + " to format 2"

@@ -27,7 +27,10 @@ class MigrateRun {
     result_.format_before = repo_.config().version;
     const bool switched_before = repo_.config().version >= 2;
     // Made as format 2: every pack has its header under the index key.
-    if (switched_before && !target_.head(std::string(kMigratedKeysKey))) return std::move(result_);
+    if (switched_before && !target_.head(std::string(kMigratedKeysKey))) {
+      result_.made_as_format2 = true;
+      return std::move(result_);
+    }
     std::unique_ptr<Lease> lock = acquire_lock(target_, repo_.keys().index);
     MasterKeys keys = switched_before ? repo_.keys() : format2_keys();
     index_packs(keys);

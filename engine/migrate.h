@@ -33,6 +33,7 @@ struct MigrateOptions {
 
 struct MigrateResult {
   uint32_t format_before = 1;
+  bool made_as_format2 = false;   // keel init --format 2: nothing to migrate
   bool switched = false;          // the config was rewritten as format 2 by this run
   bool keys_written = false;      // keys-v2 written by this run (false: an earlier run's reused)
   uint64_t packs = 0;             // on the target

@@ -246,6 +246,7 @@ TEST_CASE("migrate makes a format-1 repository format 2 without rewriting its da
     auto repo = w.open_repo();
     MigrateResult again = migrate_to_format2(*repo);
     CHECK(again.format_before == 2);
+    CHECK_FALSE(again.made_as_format2);
     CHECK_FALSE(again.switched);
     CHECK_FALSE(again.keys_written);
     CHECK(again.packs_indexed == 0);
@@ -274,6 +275,7 @@ TEST_CASE("a repository made as format 2 has nothing to migrate", "[migrate]") {
   auto repo = Repository::init(targets::memory::open_memory_target(store), config, {"pw", dir.file("c.db")});
   MigrateResult result = migrate_to_format2(*repo);
   CHECK(result.format_before == 2);
+  CHECK(result.made_as_format2);
   CHECK_FALSE(result.switched);
   CHECK_FALSE(result.keys_written);
   for (const auto& [key, data] : store->objects()) {
