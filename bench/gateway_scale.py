@@ -111,6 +111,8 @@ def main():
     for name, pid in pids.items():
         result[f"cpu_ms_per_1000_{name}"] = (cpu_seconds(pid) - cpu_start[name]) * 1e6 / args.count
 
+    s3.close()
+    s3 = client(args)  # a new connection: the server may have closed the one idle during the PUTs
     page_keys = min(1000, args.count)
     for where, first in (("start", 0), ("middle", args.count // 2), ("end", max(0, args.count - page_keys))):
         times = []

@@ -84,7 +84,7 @@ bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object, const S3Request*
     object.version_id = version_id_for(bucket.record.versioning);
     replaced = metadata_.put_object(object);
   });
-  for (const auto& segment : replaced) bucket.storage->remove(segment.file);
+  removal_.add(bucket.storage, replaced);
   return versioned;
 }
 
@@ -277,7 +277,7 @@ Response S3Api::delete_object(const Call& call) {
   std::vector<Segment> unused;
   group_commit_.run(
       [&] { deletion = delete_key(*bucket, call.request.key, version_id, bypass, remove_unversioned, unused); });
-  for (const auto& segment : unused) bucket->storage->remove(segment.file);
+  removal_.add(bucket->storage, unused);
   Response r;
   r.status = 204;
   if (deletion.delete_marker) r.headers.emplace_back("x-amz-delete-marker", "true");

@@ -544,7 +544,7 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
         }
       }
     });
-    for (const auto& segment : unused) bucket->storage->remove(segment.file);
+    removal_.add(bucket->storage, unused);
     XmlWriter xml;
     xml.open("DeleteResult", kS3Namespace);
     for (size_t i = 0; i < keys.size(); ++i) {

@@ -17,6 +17,7 @@
 #include "gateway/access_store.h"
 #include "gateway/bucket_storage.h"
 #include "gateway/config.h"
+#include "gateway/deferred_removal.h"
 #include "gateway/exchange.h"
 #include "gateway/group_commit.h"
 #include "gateway/metadata.h"
@@ -205,6 +206,7 @@ class S3Api final : public RequestHandler {
   std::mutex mutex_;  // guards metadata_ and buckets_
   MetadataStore metadata_;
   GroupCommit group_commit_{mutex_, metadata_};  // writes of objects and parts, deletes
+  DeferredRemoval removal_;  // files of deleted and replaced objects
   AccessStore access_store_;  // guarded by mutex_
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
   std::map<std::string, std::shared_ptr<engine::ChunkStore>> repositories_;  // by location; set up at start
