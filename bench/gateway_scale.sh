@@ -94,7 +94,9 @@ gateway_json=$(drive gateway "$gateway_url" "$gateway_access" "$gateway_secret" 
   --state-dir "$work/gateway-state")
 metadata_bytes=$(stat -c %s "$work/gateway-state/gateway.db")
 wal_bytes=$(stat -c %s "$work/gateway-state/gateway.db-wal" 2>/dev/null || echo 0)
-files_bytes=$(du -sb "$work/gateway-state/buckets" | cut -f1)
+# The gateway may still be unlinking the files the DeleteObjects freed: du then
+# reports those that vanished under it, and the total is still right.
+files_bytes=$( (du -sb "$work/gateway-state/buckets" 2>/dev/null || true) | cut -f1)
 rgw_json=null
 if ((rgw)); then
   rgw_pids=()
