@@ -3,7 +3,8 @@
 PUT rate with C client processes (each its own kept-alive connection, SigV4 by
 tests/s3/s3client.py, so the client costs little CPU), ListObjectsV2 page times
 (1000 keys) at the start, middle and end of the key space, a DeleteObjects of 1000
-keys, and the server's RSS (/proc/PID/status of the PIDs given). Prints one JSON
+keys, and the server's RSS and CPU time (/proc/PID/status and stat of the PIDs given),
+after a tenth, half and all of the PUTs too. Prints one JSON
 object. Fails (exit 1) on any unexpected status or a listing that is not the keys put."""
 import argparse
 import json
@@ -30,10 +31,10 @@ def client(args):
 
 
 def put_range(job):
-    args, first, step = job
+    args, first, end, step = job
     s3 = client(args)
     body = b"x" * args.body_bytes
-    for i in range(first, args.count, step):
+    for i in range(first, end, step):
         r = s3.request("PUT", f"/{args.bucket}/{key_of(i)}", body=body, unsigned_payload=True)
         if r.status != 200:
             raise RuntimeError(f"PUT {key_of(i)}: HTTP {r.status} {r.body[:300]!r}")
@@ -45,6 +46,17 @@ def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         fields = dict(line.split(":", 1) for line in f if ":" in line)
     return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+def cpu_seconds(pid):
+    # utime + stime of the process, all its threads (fields 14 and 15 of /proc/PID/stat).
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def file_bytes(path):
+    return os.path.getsize(path) if os.path.exists(path) else 0
 
 
 def percentile(values, fraction):
@@ -60,7 +72,8 @@ def main():
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--body-bytes", type=int, default=64)
     p.add_argument("--list-repeats", type=int, default=30)
-    p.add_argument("--pid", action="append", default=[], help="NAME=PID of a server process (RSS)")
+    p.add_argument("--pid", action="append", default=[], help="NAME=PID of a server process (RSS, CPU)")
+    p.add_argument("--state-dir", help="the gateway's state directory (metadata bytes per object)")
     args = p.parse_args()
     result = {"count": args.count, "clients": args.clients}
     s3 = client(args)
@@ -68,13 +81,38 @@ def main():
     if r.status != 200:
         raise SystemExit(f"CreateBucket {args.bucket}: HTTP {r.status} {r.body[:300]!r}")
 
-    start = time.monotonic()
+    # The PUTs in stages (a tenth, then to a half, then the rest): rate, server CPU
+    # per 1000 PUTs, RSS and metadata bytes per object after each, to show what
+    # grows with the object count.
+    pids = {spec.split("=")[0]: int(spec.split("=")[1]) for spec in args.pid}
+    stages = []
+    done, put_s = 0, 0.0
+    cpu_start = {name: cpu_seconds(pid) for name, pid in pids.items()}
     with multiprocessing.Pool(args.clients) as pool:
-        pool.map(put_range, [(args, c, args.clients) for c in range(args.clients)])
-    put_s = time.monotonic() - start
+        for end in sorted({max(1, args.count // 10), max(1, args.count // 2), args.count}):
+            cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            start = time.monotonic()
+            pool.map(put_range, [(args, done + c, end, args.clients) for c in range(args.clients)])
+            seconds = time.monotonic() - start
+            stage = {"objects": end, "put_per_s": (end - done) / seconds}
+            for name, pid in pids.items():
+                stage[f"cpu_ms_per_1000_{name}"] = (cpu_seconds(pid) - cpu0[name]) * 1e6 / (end - done)
+                stage[f"rss_{name}_kib"] = rss_kib(pid)[0]
+            if args.state_dir:
+                db = os.path.join(args.state_dir, "gateway.db")
+                stage["db_bytes_per_object"] = file_bytes(db) / end
+                stage["wal_bytes"] = file_bytes(db + "-wal")
+            stages.append(stage)
+            put_s += seconds
+            done = end
     result["put_s"] = put_s
     result["put_per_s"] = args.count / put_s
+    result["stages"] = stages
+    for name, pid in pids.items():
+        result[f"cpu_ms_per_1000_{name}"] = (cpu_seconds(pid) - cpu_start[name]) * 1e6 / args.count
 
+    s3.close()
+    s3 = client(args)  # a new connection: the server may have closed the one idle during the PUTs
     page_keys = min(1000, args.count)
     for where, first in (("start", 0), ("middle", args.count // 2), ("end", max(0, args.count - page_keys))):
         times = []

@@ -78,19 +78,25 @@ secret_key = $gateway_secret
 CONF
 start_gateway "$work/gateway.conf" "listening on "
 
-drive() { # NAME ENDPOINT ACCESS SECRET PID...: the driver's JSON on stdout
+drive() { # NAME ENDPOINT ACCESS SECRET ARG...: the driver's JSON on stdout (ARG: NAME=PID or --state-dir DIR)
   local name=$1 endpoint=$2 access=$3 secret=$4; shift 4
   local -a pids=()
-  for p in "$@"; do pids+=(--pid "$p"); done
+  while (($#)); do
+    if [[ $1 == --state-dir ]]; then pids+=("$1" "$2"); shift 2; else pids+=(--pid "$1"); shift; fi
+  done
   echo "$name: $count objects of $body_bytes bytes, $clients clients" >&2
   python3 "$bench_dir/gateway_scale.py" --endpoint "$endpoint" --access-key "$access" --secret-key "$secret" \
     --bucket "scale-$name-$$" --count "$count" --clients "$clients" --body-bytes "$body_bytes" \
     --list-repeats "$repeats" "${pids[@]}"
 }
 
-gateway_json=$(drive gateway "$gateway_url" "$gateway_access" "$gateway_secret" "gateway=$gateway_pid")
-metadata_bytes=$(du -cb "$work/gateway-state"/gateway.db* | tail -1 | cut -f1)
-files_bytes=$(du -sb "$work/gateway-state/buckets" | cut -f1)
+gateway_json=$(drive gateway "$gateway_url" "$gateway_access" "$gateway_secret" "gateway=$gateway_pid" \
+  --state-dir "$work/gateway-state")
+metadata_bytes=$(stat -c %s "$work/gateway-state/gateway.db")
+wal_bytes=$(stat -c %s "$work/gateway-state/gateway.db-wal" 2>/dev/null || echo 0)
+# The gateway may still be unlinking the files the DeleteObjects freed: du then
+# reports those that vanished under it, and the total is still right.
+files_bytes=$( (du -sb "$work/gateway-state/buckets" 2>/dev/null || true) | cut -f1)
 rgw_json=null
 if ((rgw)); then
   rgw_pids=()
@@ -99,10 +105,10 @@ if ((rgw)); then
 fi
 
 mkdir -p "$out_dir"
-python3 - "$gateway_json" "$rgw_json" "$metadata_bytes" "$files_bytes" <<'PY' | tee "$out_dir/$report_name.md"
+python3 - "$gateway_json" "$rgw_json" "$metadata_bytes" "$wal_bytes" "$files_bytes" <<'PY' | tee "$out_dir/$report_name.md"
 import json, sys
 gw, rgw = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-metadata, files = int(sys.argv[3]), int(sys.argv[4])
+metadata, wal, files = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 def cell(d, key, fmt):
     return fmt % d[key] if d and key in d else "-"
 print(f"{gw['count']} objects, {gw['clients']} PUT clients\n")
@@ -116,6 +122,15 @@ for where in ("start", "middle", "end"):
 print(f"| DeleteObjects of 1000 keys (ms) | {cell(gw, 'delete_1000_ms', '%.0f')} | {cell(rgw, 'delete_1000_ms', '%.0f')} |")
 rss = lambda d, names: " + ".join(f"{n} {d[f'rss_{n}_kib'] / 1024:.0f}" for n in names if d and f"rss_{n}_kib" in d) or "-"
 print(f"| RSS after the run (MiB) | {rss(gw, ['gateway'])} | {rss(rgw, ['rgw', 'osd', 'mon'])} |")
-print(f"| metadata (gateway.db and WAL, bytes per object) | {metadata / gw['count']:.0f} | - |")
+cpu = lambda d, names: " + ".join(f"{n} {d[f'cpu_ms_per_1000_{n}'] / 1000:.2f}" for n in names
+                                   if d and f"cpu_ms_per_1000_{n}" in d) or "-"
+print(f"| server CPU per 1000 PUTs (s, user + system) | {cpu(gw, ['gateway'])} | {cpu(rgw, ['rgw', 'osd', 'mon'])} |")
+print(f"| metadata (gateway.db, bytes per object; WAL {wal / 2**20:.1f} MiB besides) | {metadata / gw['count']:.0f} | - |")
 print(f"| object files on disk (bytes per object, directories included) | {files / gw['count']:.0f} | - |")
+print("\nkeel gateway as the bucket fills (each stage: the PUTs since the one before)\n")
+print("| objects | PUT/s | CPU s per 1000 PUTs | RSS MiB | gateway.db bytes per object | WAL MiB |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+for st in gw["stages"]:
+    print(f"| {st['objects']} | {st['put_per_s']:.0f} | {st['cpu_ms_per_1000_gateway'] / 1000:.2f} | "
+          f"{st['rss_gateway_kib'] / 1024:.0f} | {st['db_bytes_per_object']:.0f} | {st['wal_bytes'] / 2**20:.1f} |")
 PY

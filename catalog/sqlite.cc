@@ -190,6 +190,23 @@ void immediate_transaction(Database& db, const std::function<void()>& fn) {
   }
 }
 
+void savepoint(Database& db, const std::function<void()>& fn) {
+  db.exec("SAVEPOINT change");
+  try {
+    fn();
+  } catch (...) {
+    if (!db.autocommit()) {
+      try {
+        db.exec("ROLLBACK TO change");
+        db.exec("RELEASE change");
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+    throw;
+  }
+  db.exec("RELEASE change");
+}
+
 void migrate(Database& db, std::span<const Migration> migrations) {
   const int latest = static_cast<int>(migrations.size());
   int version = schema_version(db);

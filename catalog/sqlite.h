@@ -117,6 +117,12 @@ class Database {
 // and commits; rolls back and rethrows if `fn` or the commit throws.
 void immediate_transaction(Database& db, const std::function<void()>& fn);
 
+// Runs `fn` inside the open transaction as a savepoint: if it throws, what it
+// changed is rolled back and the rest of the transaction kept (unless SQLite
+// ended the whole transaction on the error: then autocommit() is true).
+// Rethrows.
+void savepoint(Database& db, const std::function<void()>& fn);
+
 // Numbered schema migrations: migration N (1-based) is migrations[N - 1],
 // statements applied in one transaction, after which PRAGMA user_version is
 // N. Append, never edit.

@@ -145,6 +145,10 @@ MetadataStore::~MetadataStore() = default;
 
 void MetadataStore::transaction(const std::function<void()>& fn) { catalog::immediate_transaction(impl_->db, fn); }
 
+void MetadataStore::savepoint(const std::function<void()>& fn) { catalog::savepoint(impl_->db, fn); }
+
+bool MetadataStore::in_transaction() const { return !impl_->db.autocommit(); }
+
 void MetadataStore::put_bucket(const BucketRecord& b) {
   StatementScope s(impl_->db.cached(
       "INSERT INTO buckets(name, owner, created_ns, path, configured, versioning, object_lock, mode)"

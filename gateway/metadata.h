@@ -114,6 +114,11 @@ class MetadataStore {
 
   // Runs `fn` in one IMMEDIATE transaction; rolls back if it throws.
   void transaction(const std::function<void()>& fn);
+  // Inside a transaction: runs `fn` as a savepoint, rolling back only what it
+  // changed if it throws (catalog::savepoint).
+  void savepoint(const std::function<void()>& fn);
+  // False when no transaction is open (SQLite ends one itself on some errors).
+  bool in_transaction() const;
 
   // Buckets.
   void put_bucket(const BucketRecord& bucket);  // insert, or update owner/path/configured

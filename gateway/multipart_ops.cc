@@ -167,13 +167,10 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
         PartRecord part{number, writer->size(), checks.md5_hex(), now_ns(), writer->commit(), checksum};
         std::optional<std::string> replaced;
         bool upload_exists = false;
-        {
-          std::lock_guard lock(mutex_);
-          metadata_.transaction([&] {
-            upload_exists = metadata_.upload(upload.upload_id).has_value();
-            if (upload_exists) replaced = metadata_.put_part(upload.upload_id, part);
-          });
-        }
+        group_commit_.run([&] {
+          upload_exists = metadata_.upload(upload.upload_id).has_value();
+          if (upload_exists) replaced = metadata_.put_part(upload.upload_id, part);
+        });
         if (!upload_exists) {
           bucket->storage->remove(part.file);
           throw S3Error("NoSuchUpload", "the upload '" + upload.upload_id + "' was completed or aborted meanwhile");

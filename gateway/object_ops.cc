@@ -72,8 +72,7 @@ bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object, const S3Request*
                           const std::string& append_user) {
   std::vector<Segment> replaced;
   bool versioned;
-  {
-    std::lock_guard lock(mutex_);
+  group_commit_.run([&] {
     refuse_overwrite(bucket, object.key, append_user);  // again: another write may have created the key meanwhile
     if (conditions && has_write_conditions(*conditions)) {
       // Checked when the request came; failing now means another write got in between.
@@ -83,9 +82,9 @@ bool S3Api::commit_object(Bucket& bucket, ObjectRecord& object, const S3Request*
     // As S3: only an Enabled bucket names the version a write made (Suspended writes the null one, unnamed).
     versioned = bucket.record.versioning == "Enabled";
     object.version_id = version_id_for(bucket.record.versioning);
-    metadata_.transaction([&] { replaced = metadata_.put_object(object); });
-  }
-  for (const auto& segment : replaced) bucket.storage->remove(segment.file);
+    replaced = metadata_.put_object(object);
+  });
+  removal_.add(bucket.storage, replaced);
   return versioned;
 }
 
@@ -95,50 +94,43 @@ ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket, bool 
 }
 
 S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id,
-                                  bool bypass_governance, bool may_remove_unversioned) {
+                                  bool bypass_governance, bool may_remove_unversioned, std::vector<Segment>& unused) {
   Deletion deletion;
-  std::vector<Segment> unused;
-  {
-    std::lock_guard lock(mutex_);
-    const std::string& versioning = bucket.record.versioning;
-    deletion.versioned = !versioning.empty();
-    // Removing the null version (directly, or by the null marker of a suspended bucket) loses its bytes for good.
-    if (!may_remove_unversioned && (version_id.empty() ? versioning != "Enabled" : version_id == kNullVersion)) {
-      const auto unversioned = metadata_.object(bucket.record.name, key, std::string(kNullVersion));
-      if (unversioned && !unversioned->delete_marker) {
-        throw S3Error("AccessDenied", "bucket '" + bucket.record.name + "' lets only its owner delete '" + key +
-                                          "', an object no version keeps (delete_unversioned = owner)");
-      }
+  const std::string& versioning = bucket.record.versioning;
+  deletion.versioned = !versioning.empty();
+  // Removing the null version (directly, or by the null marker of a suspended bucket) loses its bytes for good.
+  if (!may_remove_unversioned && (version_id.empty() ? versioning != "Enabled" : version_id == kNullVersion)) {
+    const auto unversioned = metadata_.object(bucket.record.name, key, std::string(kNullVersion));
+    if (unversioned && !unversioned->delete_marker) {
+      throw S3Error("AccessDenied", "bucket '" + bucket.record.name + "' lets only its owner delete '" + key +
+                                        "', an object no version keeps (delete_unversioned = owner)");
     }
-    metadata_.transaction([&] {
-      if (!version_id.empty() || versioning.empty()) {
-        const std::string& target = version_id.empty() ? std::string(kNullVersion) : version_id;
-        if (const auto existing = metadata_.object(bucket.record.name, key, target)) {
-          check_deletable(existing->lock, bypass_governance, now_ns());
-        }
-        const auto removed = metadata_.delete_version(bucket.record.name, key,
-                                                      version_id.empty() ? std::string(kNullVersion) : version_id);
-        deletion.version_id = version_id;
-        if (removed) {
-          deletion.delete_marker = removed->delete_marker;
-          unused = removed->segments;
-        }
-        return;
-      }
-      // A versioned bucket keeps the versions and marks the key deleted; the
-      // marker of a suspended bucket is the null version, replacing it.
-      ObjectRecord marker;
-      marker.bucket = bucket.record.name;
-      marker.key = key;
-      marker.delete_marker = true;
-      marker.modified_ns = now_ns();
-      marker.version_id = version_id_for(versioning);
-      unused = metadata_.put_object(marker);
-      deletion.version_id = marker.version_id;
-      deletion.delete_marker = true;
-    });
   }
-  for (const auto& segment : unused) bucket.storage->remove(segment.file);
+  if (!version_id.empty() || versioning.empty()) {
+    const std::string& target = version_id.empty() ? std::string(kNullVersion) : version_id;
+    if (const auto existing = metadata_.object(bucket.record.name, key, target)) {
+      check_deletable(existing->lock, bypass_governance, now_ns());
+    }
+    const auto removed = metadata_.delete_version(bucket.record.name, key, target);
+    deletion.version_id = version_id;
+    if (removed) {
+      deletion.delete_marker = removed->delete_marker;
+      unused.insert(unused.end(), removed->segments.begin(), removed->segments.end());
+    }
+    return deletion;
+  }
+  // A versioned bucket keeps the versions and marks the key deleted; the
+  // marker of a suspended bucket is the null version, replacing it.
+  ObjectRecord marker;
+  marker.bucket = bucket.record.name;
+  marker.key = key;
+  marker.delete_marker = true;
+  marker.modified_ns = now_ns();
+  marker.version_id = version_id_for(versioning);
+  const auto replaced = metadata_.put_object(marker);
+  unused.insert(unused.end(), replaced.begin(), replaced.end());
+  deletion.version_id = marker.version_id;
+  deletion.delete_marker = true;
   return deletion;
 }
 
@@ -278,8 +270,14 @@ Response S3Api::get_object(const Call& call, bool head) {
 
 Response S3Api::delete_object(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
-  const Deletion deletion = delete_key(*bucket, call.request.key, call.request.query_value("versionId").value_or(""),
-                                      bypasses_governance(call, *bucket), may_remove_unversioned(call, *bucket));
+  const std::string version_id = call.request.query_value("versionId").value_or("");
+  const bool bypass = bypasses_governance(call, *bucket);
+  const bool remove_unversioned = may_remove_unversioned(call, *bucket);
+  Deletion deletion;
+  std::vector<Segment> unused;
+  group_commit_.run(
+      [&] { deletion = delete_key(*bucket, call.request.key, version_id, bypass, remove_unversioned, unused); });
+  removal_.add(bucket->storage, unused);
   Response r;
   r.status = 204;
   if (deletion.delete_marker) r.headers.emplace_back("x-amz-delete-marker", "true");

@@ -518,26 +518,49 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
     if (keys.empty() || keys.size() > kMaxDeleteKeys) {
       throw S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys, not " + std::to_string(keys.size()));
     }
+    // All keys in one transaction (one fsync, not one per key); each in its
+    // own savepoint, so that a key refused keeps none of its changes.
+    struct Outcome {
+      Deletion deletion;
+      std::string code, message;  // an error's
+    };
+    std::vector<Outcome> outcomes(keys.size());
+    std::vector<Segment> unused;
+    group_commit_.run([&] {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        try {
+          std::vector<Segment> freed;
+          metadata_.savepoint([&] {
+            outcomes[i].deletion = delete_key(*bucket, keys[i].first, keys[i].second, bypass, remove_unversioned, freed);
+          });
+          unused.insert(unused.end(), freed.begin(), freed.end());
+        } catch (const S3Error& e) {
+          outcomes[i].code = e.code();
+          outcomes[i].message = e.what();
+        } catch (const Error& e) {
+          if (!metadata_.in_transaction()) throw;  // SQLite gave up the transaction: nothing of it is kept
+          outcomes[i].code = "InternalError";
+          outcomes[i].message = e.what();
+        }
+      }
+    });
+    removal_.add(bucket->storage, unused);
     XmlWriter xml;
     xml.open("DeleteResult", kS3Namespace);
-    for (const auto& [key, version_id] : keys) {
-      Deletion deletion;
-      try {
-        deletion = delete_key(*bucket, key, version_id, bypass, remove_unversioned);
-      } catch (const S3Error& e) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const auto& [key, version_id] = keys[i];
+      const Outcome& outcome = outcomes[i];
+      if (!outcome.code.empty()) {
         xml.open("Error").element("Key", key);
         if (!version_id.empty()) xml.element("VersionId", version_id);
-        xml.element("Code", e.code()).element("Message", e.what()).close();
-        continue;
-      } catch (const Error& e) {
-        xml.open("Error").element("Key", key).element("Code", "InternalError").element("Message", e.what()).close();
+        xml.element("Code", outcome.code).element("Message", outcome.message).close();
         continue;
       }
       if (quiet) continue;
       xml.open("Deleted").element("Key", key);
       if (!version_id.empty()) xml.element("VersionId", version_id);
-      if (deletion.delete_marker) {
-        xml.element("DeleteMarker", true).element("DeleteMarkerVersionId", deletion.version_id);
+      if (outcome.deletion.delete_marker) {
+        xml.element("DeleteMarker", true).element("DeleteMarkerVersionId", outcome.deletion.version_id);
       }
       xml.close();
     }

@@ -17,7 +17,9 @@
 #include "gateway/access_store.h"
 #include "gateway/bucket_storage.h"
 #include "gateway/config.h"
+#include "gateway/deferred_removal.h"
 #include "gateway/exchange.h"
+#include "gateway/group_commit.h"
 #include "gateway/metadata.h"
 #include "gateway/metrics.h"
 #include "gateway/sigv4_verify.h"
@@ -190,10 +192,12 @@ class S3Api final : public RequestHandler {
     bool delete_marker = false;  // a delete marker was added or removed
   };
   // DeleteObject of a key (version_id empty) or of one version, which its
-  // lock may forbid (S3Error AccessDenied).
+  // lock may forbid (S3Error AccessDenied). A change for group_commit_ (mutex_
+  // held, in a transaction): appends the segments the deletion frees to
+  // `unused`, for the caller to remove once committed.
   // `may_remove_unversioned` false: refuses (AccessDenied) to remove or replace the null version.
   Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id, bool bypass_governance,
-                      bool may_remove_unversioned);
+                      bool may_remove_unversioned, std::vector<Segment>& unused);
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
 
   GatewayConfig config_;
@@ -201,6 +205,8 @@ class S3Api final : public RequestHandler {
   std::function<std::time_t()> clock_;
   std::mutex mutex_;  // guards metadata_ and buckets_
   MetadataStore metadata_;
+  GroupCommit group_commit_{mutex_, metadata_};  // writes of objects and parts, deletes
+  DeferredRemoval removal_;  // files of deleted and replaced objects
   AccessStore access_store_;  // guarded by mutex_
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
   std::map<std::string, std::shared_ptr<engine::ChunkStore>> repositories_;  // by location; set up at start
