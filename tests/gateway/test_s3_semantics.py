@@ -527,6 +527,16 @@ class SemanticsTest(unittest.TestCase):
         self.assertEqual(self.status(lambda: s3.head_object(Bucket=bucket, Key="desc")), 404)
         s3.complete_multipart_upload(Bucket=bucket, Key="desc", UploadId=upload, MultipartUpload={"Parts": parts})
 
+        # A copy whose source's current version is a delete marker: 404 NoSuchKey, as S3 (RGW 16
+        # copies the version under the marker), with or without copy conditions.
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        s3.put_object(Bucket=bucket, Key="gone", Body=b"old")
+        s3.delete_object(Bucket=bucket, Key="gone")
+        for condition in ({}, {"CopySourceIfUnmodifiedSince": datetime.datetime(2099, 1, 1, tzinfo=datetime.timezone.utc)}):
+            self.assertEqual(self.code(lambda: s3.copy_object(Bucket=bucket, Key="copy-of-gone", **condition,
+                                                              CopySource={"Bucket": bucket, "Key": "gone"})),
+                             "NoSuchKey")
+
 
 class DedupeSemanticsTest(SemanticsTest):
     mode = "dedupe"
