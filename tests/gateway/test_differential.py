@@ -951,14 +951,13 @@ def list_all(target, op):
 
 def rgw_phantom_versions(target, listed):
     """The versions RGW 16 lists that no operation made: after versioning was suspended it lists,
-    besides a key's current version, a non-current one with another id and the current one's ETag
-    and size (seeds 6, 7, 12 and 19 of the long mode; AWS keeps a key's versions as they were when
-    versioning is suspended, as keel). Such a version first shows in a listing (its ordinal is the
+    besides a key's newest version with bytes (current, or under a delete marker), a non-current
+    one with another id and that version's ETag and size (seeds 6, 7, 12 and 19 of the long mode;
+    AWS keeps a key's versions as they were when versioning is suspended, as keel). Such a version first shows in a listing (its ordinal is the
     listing's own), which no version an operation made does; its ordinal is forgotten again so that
     later operations never name it."""
-    current = {e[0]: e[3:5] for e in listed if len(e) == 5 and e[2]}
-    phantoms = [e for e in listed if len(e) == 5 and not e[2] and e[1].split(".")[0] == f"v{target.operation}"
-                and current.get(e[0]) == e[3:5]]
+    new = [e for e in listed if len(e) == 5 and not e[2] and e[1].split(".")[0] == f"v{target.operation}"]
+    phantoms = [e for e in new if any(o[0] == e[0] and o[3:5] == e[3:5] for o in listed if len(o) == 5 and o not in new)]
     for e in phantoms:
         target.ordinal_of.pop(target.id_of.pop(e[1]), None)
     return phantoms
