@@ -141,7 +141,17 @@ Acl S3Api::object_acl(const Bucket& bucket, const ObjectRecord& object) {
     std::lock_guard lock(mutex_);
     stored = access_store_.object_acl(bucket.record.name, object.key, object.version_id, object.modified_ns);
   }
-  return stored ? decode_acl(*stored) : canned_acl("private", bucket.record.owner, bucket.record.owner);
+  return stored ? decode_acl(*stored) : canned_acl("private", owner_of(bucket, object), bucket.record.owner);
+}
+
+std::string S3Api::owner_for_write(const Call& call, const Bucket& bucket) {
+  std::lock_guard lock(mutex_);
+  return bucket.rules->owner_for_write(call.user.name, call.request.header("x-amz-acl"), bucket.record.owner);
+}
+
+std::string S3Api::owner_of(const Bucket& bucket, const ObjectRecord& object) {
+  std::lock_guard lock(mutex_);
+  return bucket.rules->shown_owner(object.owner, bucket.record.owner);
 }
 
 void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
@@ -168,7 +178,7 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
     if (!rules->policy) return PolicyEffect::kNone;
     const PolicyRequest question{policy_action(as), "arn:aws:s3:::" + bucket.record.name + (key.empty() ? "" : "/" + key),
                                  call.user.name, r.client_address, r.has_query("prefix"),
-                                 r.query_value("prefix").value_or(""),
+                                 r.query_value("prefix").value_or(""), now_ns() / 1'000'000'000,
                                  [&](const std::string& condition) { return condition_value(call, bucket, condition); }};
     const PolicyEffect effect = rules->policy->evaluate(question);
     // RestrictPublicBuckets: a public policy grants nothing to those the configuration does not name.
@@ -234,6 +244,7 @@ std::optional<std::string> S3Api::condition_value(const Call& call, const Bucket
     }
     return object && !object->delete_marker ? tag(object->tags) : std::nullopt;
   }
+  if (key == "s3:max-keys" || key == "s3:delimiter") return r.query_value(key.substr(3));
   const std::string header = key.substr(3);  // s3:x-amz-...
   if (!r.has_header(header)) return std::nullopt;
   std::string value = r.header(header);
@@ -260,7 +271,11 @@ std::optional<Acl> S3Api::requested_acl(const Call& call, Operation operation) {
       return std::nullopt;  // the operation answers NoSuchBucket
     }
   }
-  const RequestedAcl requested = acl_from_headers(r, bucket_owner, bucket_owner, config_.users);
+  // What an object write creates is its owner's (S3's object ownership), a bucket its creator's.
+  const std::string owner = operation == Operation::kCreateBucket
+                                ? bucket_owner
+                                : rules->owner_for_write(call.user.name, r.header("x-amz-acl"), bucket_owner);
+  const RequestedAcl requested = acl_from_headers(r, owner, bucket_owner, config_.users);
   if (!requested.given) return std::nullopt;
   if (rules->acls_disabled() && r.header("x-amz-acl") != "bucket-owner-full-control" &&
       r.header("x-amz-acl") != "private") {
@@ -312,13 +327,14 @@ Response S3Api::get_bucket_acl(const Call& call) {
 }
 
 // The ACL a PutBucketAcl or PutObjectAcl sets: from headers or the body, checked against the bucket's rules.
-Acl S3Api::acl_to_put(const S3Request& request, const Bucket& bucket, const std::string& body) {
+Acl S3Api::acl_to_put(const S3Request& request, const Bucket& bucket, const std::string& owner,
+                      const std::string& body) {
   std::shared_ptr<const BucketAccessRules> rules;
   {
     std::lock_guard lock(mutex_);
     rules = bucket.rules;
   }
-  const RequestedAcl from_headers = acl_from_headers(request, bucket.record.owner, bucket.record.owner, config_.users);
+  const RequestedAcl from_headers = acl_from_headers(request, owner, bucket.record.owner, config_.users);
   if (from_headers.given && !body.empty()) {
     throw S3Error("UnexpectedContent", "give the ACL in headers or in the body, not both");
   }
@@ -336,7 +352,7 @@ Acl S3Api::acl_to_put(const S3Request& request, const Bucket& bucket, const std:
 std::unique_ptr<RequestBody> S3Api::put_bucket_acl(const Call& call) {
   const auto bucket = bucket_for(call, Access::kOwner);
   return small_body(call, [this, bucket, request = call.request](const std::string& body) {
-    store_access_setting(*bucket, "acl", encode_acl(acl_to_put(request, *bucket, body)));
+    store_access_setting(*bucket, "acl", encode_acl(acl_to_put(request, *bucket, bucket->record.owner, body)));
     return Response{};
   });
 }
@@ -360,7 +376,7 @@ std::unique_ptr<RequestBody> S3Api::put_object_acl(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
   const ObjectRecord version = target_version(call, *bucket);
   return small_body(call, [this, bucket, version, request = call.request](const std::string& body) {
-    const Acl acl = acl_to_put(request, *bucket, body);
+    const Acl acl = acl_to_put(request, *bucket, owner_of(*bucket, version), body);
     Response r;
     std::lock_guard lock(mutex_);
     access_store_.set_object_acl(bucket->record.name, version.key, version.version_id, version.modified_ns,

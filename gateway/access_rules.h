@@ -27,6 +27,20 @@ struct BucketAccessRules {
 
   // BucketOwnerEnforced: ACLs are disabled and grant nothing.
   bool acls_disabled() const { return ownership == "BucketOwnerEnforced"; }
+  // S3's object ownership: who owns what `writer` (empty: an anonymous request) writes with
+  // the canned ACL `canned_acl` (x-amz-acl) into a bucket `bucket_owner` owns. The writer, but
+  // the bucket's owner under BucketOwnerEnforced, under BucketOwnerPreferred when the write
+  // gives the bucket's owner full control, and for anonymous writes.
+  const std::string& owner_for_write(const std::string& writer, const std::string& canned_acl,
+                                     const std::string& bucket_owner) const {
+    const bool preferred = ownership == "BucketOwnerPreferred" && canned_acl == "bucket-owner-full-control";
+    return writer.empty() || acls_disabled() || preferred ? bucket_owner : writer;
+  }
+  // The owner S3 shows for a version `owner` wrote (empty: written before owners were
+  // kept): under BucketOwnerEnforced every object is the bucket's owner's.
+  const std::string& shown_owner(const std::string& owner, const std::string& bucket_owner) const {
+    return owner.empty() || acls_disabled() ? bucket_owner : owner;
+  }
   PublicAccessBlock block() const { return public_access_block.value_or(PublicAccessBlock{}); }
 };
 

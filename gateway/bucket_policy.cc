@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "gateway/acl.h"
+#include "gateway/object_lock.h"
 #include "gateway/s3_error.h"
 #include "util/text.h"
 
@@ -37,8 +39,41 @@ std::vector<std::string> strings(const pt::ptree& node, const std::string& what)
   return out;
 }
 
-constexpr std::array kConditionOperators = {"IpAddress", "NotIpAddress", "StringEquals", "StringNotEquals",
-                                            "StringLike", "StringNotLike"};
+// The condition operators a policy may use (each also with the suffix IfExists: an absent key
+// then matches), by the kind of value they compare.
+enum class ValueKind { kAddress, kString, kDate, kNumber };
+const std::map<std::string, ValueKind, std::less<>>& condition_operators() {
+  static const std::map<std::string, ValueKind, std::less<>> kOperators = {
+      {"IpAddress", ValueKind::kAddress},         {"NotIpAddress", ValueKind::kAddress},
+      {"StringEquals", ValueKind::kString},       {"StringNotEquals", ValueKind::kString},
+      {"StringLike", ValueKind::kString},         {"StringNotLike", ValueKind::kString},
+      {"DateEquals", ValueKind::kDate},           {"DateNotEquals", ValueKind::kDate},
+      {"DateLessThan", ValueKind::kDate},         {"DateLessThanEquals", ValueKind::kDate},
+      {"DateGreaterThan", ValueKind::kDate},      {"DateGreaterThanEquals", ValueKind::kDate},
+      {"NumericEquals", ValueKind::kNumber},      {"NumericNotEquals", ValueKind::kNumber},
+      {"NumericLessThan", ValueKind::kNumber},    {"NumericLessThanEquals", ValueKind::kNumber},
+      {"NumericGreaterThan", ValueKind::kNumber}, {"NumericGreaterThanEquals", ValueKind::kNumber}};
+  return kOperators;
+}
+
+// A decimal number ("10", "-2.5"), all of `text`.
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789.-+") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return value;
+}
+
+// A policy date as seconds since the epoch: epoch seconds, an ISO 8601 date ("2026-11-26",
+// midnight UTC) or date and time ("2026-11-26T10:00:00Z", fractions allowed).
+std::optional<double> parse_date(const std::string& text) {
+  if (const auto seconds = parse_number(text)) return seconds;
+  const bool date_only = text.size() == 10 && text[4] == '-' && text[7] == '-';
+  const auto ns = parse_iso8601(date_only ? text + "T00:00:00Z" : text);
+  if (!ns) return std::nullopt;
+  return static_cast<double>(*ns) / 1e9;
+}
 
 // A condition key as compared: lower case, but for the tag key after "ObjectTag/".
 std::string condition_key(const std::string& key) {
@@ -48,7 +83,7 @@ std::string condition_key(const std::string& key) {
 
 bool string_condition_key(const std::string& key) {
   static const std::set<std::string> kKeys = {
-      "s3:prefix",          "s3:x-amz-acl",         "s3:x-amz-copy-source",       "s3:x-amz-metadata-directive",
+      "s3:prefix",          "s3:delimiter",         "s3:max-keys",                "s3:x-amz-acl",         "s3:x-amz-copy-source",       "s3:x-amz-metadata-directive",
       "s3:x-amz-grant-read", "s3:x-amz-grant-write", "s3:x-amz-grant-read-acp", "s3:x-amz-grant-write-acp",
       "s3:x-amz-grant-full-control"};
   for (const std::string_view tags : {"s3:requestobjecttag/", "s3:existingobjecttag/"}) {
@@ -226,17 +261,32 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
         }
       } else if (name == "Condition") {
         for (const auto& [op, keys] : value) {
-          if (std::find(kConditionOperators.begin(), kConditionOperators.end(), op) == kConditionOperators.end()) {
-            malformed("the condition operator '" + op + "' is not supported");
-          }
+          constexpr std::string_view kIfExists = "IfExists";
+          const bool if_exists = op.ends_with(kIfExists) && op.size() > kIfExists.size();
+          const std::string base = if_exists ? op.substr(0, op.size() - kIfExists.size()) : op;
+          const auto known = condition_operators().find(base);
+          if (known == condition_operators().end()) malformed("the condition operator '" + op + "' is not supported");
+          const ValueKind kind = known->second;
           for (const auto& [key, values] : keys) {
-            Condition condition{op, condition_key(key), strings(values, "a condition value")};
-            const bool ip = op.find("IpAddress") != std::string::npos;
-            if (ip ? condition.key != "aws:sourceip" : !string_condition_key(condition.key)) {
-              malformed("the condition key '" + key + "' is not supported with " + op);
-            }
-            if (ip && !std::all_of(condition.values.begin(), condition.values.end(), valid_block)) {
+            Condition condition{base, condition_key(key), strings(values, "a condition value"), if_exists, {}};
+            const bool time = condition.key == "aws:currenttime" || condition.key == "aws:epochtime";
+            const bool supported = kind == ValueKind::kAddress ? condition.key == "aws:sourceip"
+                                   : kind == ValueKind::kString ? string_condition_key(condition.key)
+                                   : kind == ValueKind::kDate   ? time
+                                                                : condition.key == "s3:max-keys" ||
+                                                                      condition.key == "aws:epochtime";
+            if (!supported) malformed("the condition key '" + key + "' is not supported with " + op);
+            if (kind == ValueKind::kAddress &&
+                !std::all_of(condition.values.begin(), condition.values.end(), valid_block)) {
               malformed("aws:SourceIp needs addresses or CIDR blocks");
+            }
+            if (kind == ValueKind::kDate || kind == ValueKind::kNumber) {
+              for (const auto& v : condition.values) {
+                const auto number = kind == ValueKind::kDate ? parse_date(v) : parse_number(v);
+                if (!number) malformed("'" + v + "' is not a " + (kind == ValueKind::kDate ? "date" : "number") +
+                                       " for " + op);
+                condition.numbers.push_back(*number);
+              }
             }
             statement.conditions.push_back(std::move(condition));
           }
@@ -255,20 +305,36 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
 
 bool BucketPolicy::conditions_hold(const Statement& statement, const PolicyRequest& request) {
   return std::all_of(statement.conditions.begin(), statement.conditions.end(), [&](const Condition& c) {
-    const bool negated = c.op.starts_with("Not") || c.op.starts_with("StringNot");
+    const bool negated = c.op.find("Not") != std::string::npos;
     std::optional<std::string> value;
     if (c.key == "aws:sourceip") {
       value = request.source_ip;
     } else if (c.key == "s3:prefix") {
       if (request.has_prefix) value = request.prefix;
+    } else if (c.key == "aws:currenttime" || c.key == "aws:epochtime") {
+      value = std::to_string(request.now_s);
     } else if (request.value_of) {
       value = request.value_of(c.key);
     }
-    if (!value) return negated;  // an absent key matches only negations
-    const bool any = std::any_of(c.values.begin(), c.values.end(), [&](const std::string& v) {
-      if (c.key == "aws:sourceip") return address_in_block(*value, v);
-      return c.op.find("Like") != std::string::npos ? wildcard_match(v, *value) : v == *value;
-    });
+    if (!value) return c.if_exists || negated;  // an absent key matches only negations and ...IfExists
+    bool any;
+    if (!c.numbers.empty()) {
+      const auto number = parse_number(*value);
+      if (!number) return false;  // not a number: no numeric comparison holds
+      any = std::any_of(c.numbers.begin(), c.numbers.end(), [&](double v) {
+        const double n = *number;
+        if (c.op.ends_with("LessThan")) return n < v;
+        if (c.op.ends_with("LessThanEquals")) return n <= v;
+        if (c.op.ends_with("GreaterThan")) return n > v;
+        if (c.op.ends_with("GreaterThanEquals")) return n >= v;
+        return n == v;  // Equals, NotEquals
+      });
+    } else {
+      any = std::any_of(c.values.begin(), c.values.end(), [&](const std::string& v) {
+        if (c.key == "aws:sourceip") return address_in_block(*value, v);
+        return c.op.find("Like") != std::string::npos ? wildcard_match(v, *value) : v == *value;
+      });
+    }
     return negated ? !any : any;
   });
 }

@@ -5,11 +5,15 @@
 // Condition operators IpAddress/NotIpAddress on aws:SourceIp and
 // String(Not)Equals/String(Not)Like on s3:prefix, s3:x-amz-acl,
 // s3:x-amz-grant-*, s3:x-amz-copy-source, s3:x-amz-metadata-directive,
-// s3:RequestObjectTag/<key> and s3:ExistingObjectTag/<key>. A Deny that matches wins over
+// s3:RequestObjectTag/<key>, s3:ExistingObjectTag/<key>, s3:delimiter and s3:max-keys,
+// Date operators (DateEquals, DateLessThan, DateGreaterThanEquals, ...) on aws:CurrentTime
+// and aws:EpochTime, Numeric ones (NumericEquals, NumericLessThan, ...) on s3:max-keys and
+// aws:EpochTime, each also as ...IfExists. A Deny that matches wins over
 // any Allow. Anything else is refused when the policy is put (MalformedPolicy),
 // so a policy never means less than it says.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -28,6 +32,7 @@ struct PolicyRequest {
   std::string source_ip;  // the client's address
   bool has_prefix = false;  // ListObjects with a prefix parameter
   std::string prefix;
+  int64_t now_s = 0;  // the request's time, seconds since the epoch (aws:CurrentTime, aws:EpochTime)
   // The value of another condition key (as kept: "s3:x-amz-acl",
   // "s3:RequestObjectTag/<key>", ...); nullopt when the request has none.
   std::function<std::optional<std::string>(const std::string& key)> value_of;
@@ -48,9 +53,11 @@ class BucketPolicy {
 
  private:
   struct Condition {
-    std::string op;   // IpAddress, NotIpAddress, StringEquals, StringNotEquals, StringLike, StringNotLike
+    std::string op;   // IpAddress, StringNotLike, DateLessThan, NumericEquals, ... (without IfExists)
     std::string key;  // aws:sourceip, s3:prefix, ... (lower case but for a tag key after '/')
     std::vector<std::string> values;
+    bool if_exists = false;       // ...IfExists: an absent key matches
+    std::vector<double> numbers;  // Date and Numeric operators: the values as numbers (dates in epoch seconds)
   };
   struct Statement {
     bool allow = true;

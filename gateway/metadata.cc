@@ -87,6 +87,10 @@ const std::vector<catalog::Migration> kMigrations = {
         "ALTER TABLE objects ADD COLUMN part_checksums BLOB NOT NULL DEFAULT x'00'",
         "ALTER TABLE buckets ADD COLUMN tags BLOB NOT NULL DEFAULT x'00'",
     },
+    // 7: who wrote each version ('': written before owners were kept, the bucket's owner).
+    {
+        "ALTER TABLE objects ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -284,7 +288,7 @@ constexpr const char* kObjectColumns =
     "o.object_no, o.bucket, o.key, o.size, o.etag, o.modified_ns, o.headers, o.checksum_algorithm, o.checksum,"
     " o.version_id, o.delete_marker,"
     " o.object_no = (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key),"
-    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags, o.part_checksums";
+    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags, o.part_checksums, o.owner";
 
 ObjectRecord read_object(Statement& s) {
   ObjectRecord o;
@@ -299,9 +303,10 @@ ObjectRecord read_object(Statement& s) {
   o.version_id = s.column_text(9);
   o.delete_marker = s.column_int64(10) != 0;
   o.latest = s.column_int64(11) != 0;
-  o.lock = {s.column_text(12), s.column_int64(13), s.column_int64(14) != 0};
+  o.lock = {s.column_text(12), s.column_int64(13), static_cast<LegalHold>(s.column_int64(14))};
   o.tags = decode_headers(s.column_blob(15));
   o.part_checksums = decode_headers(s.column_blob(16));
+  o.owner = s.column_text(17);
   return o;
 }
 
@@ -320,8 +325,8 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   {
     StatementScope s(db.cached(
         "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum,"
-        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags, part_checksums)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
+        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags, part_checksums, owner)"
+        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
     s->bind_text(1, o.bucket);
     s->bind_text(2, o.key);
     s->bind_uint64(3, o.size);
@@ -334,9 +339,10 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
     s->bind_int64(10, o.delete_marker ? 1 : 0);
     s->bind_text(11, o.lock.mode);
     s->bind_int64(12, o.lock.retain_until_ns);
-    s->bind_int64(13, o.lock.legal_hold ? 1 : 0);
+    s->bind_int64(13, static_cast<int64_t>(o.lock.legal_hold));
     s->bind_blob(14, encode_headers(o.tags));
     s->bind_blob(15, encode_headers(o.part_checksums));
+    s->bind_text(16, o.owner);
     s->step();
     number = s->column_int64(0);
   }
@@ -391,7 +397,7 @@ bool MetadataStore::set_lock(const std::string& bucket, const std::string& key, 
       " WHERE bucket = ? AND key = ? AND version_id = ? AND NOT delete_marker"));
   s->bind_text(1, lock.mode);
   s->bind_int64(2, lock.retain_until_ns);
-  s->bind_int64(3, lock.legal_hold ? 1 : 0);
+  s->bind_int64(3, static_cast<int64_t>(lock.legal_hold));
   s->bind_text(4, bucket);
   s->bind_text(5, key);
   s->bind_text(6, version_id);

@@ -24,11 +24,16 @@ struct DefaultRetention {
   int years = 0;
 };
 
+// A version's legal hold. kNone (never set) and kOff both let it be deleted, but
+// GetObjectLegalHold answers them differently (404 NoSuchObjectLockConfiguration
+// and Status OFF), as AWS. The values are those of the objects.legal_hold column.
+enum class LegalHold : int64_t { kNone = 0, kOn = 1, kOff = 2 };
+
 // One version's Object Lock state.
 struct ObjectLock {
   std::string mode;  // "" (no retention), "GOVERNANCE" or "COMPLIANCE"
   int64_t retain_until_ns = 0;
-  bool legal_hold = false;
+  LegalHold legal_hold = LegalHold::kNone;
 };
 
 struct BucketRecord {
@@ -72,6 +77,9 @@ struct ObjectRecord {
   NameValues tags;  // object tagging: (key, value), in the order given
   // A multipart object's parts' checksums of checksum_algorithm: (part number, base64).
   NameValues part_checksums;
+  // The user who owns it (its writer, or the bucket's owner: S3Api::owner_for_write);
+  // empty for versions written before owners were kept, which the bucket's owner owns.
+  std::string owner;
 };
 
 struct UploadRecord {

@@ -403,6 +403,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       versioned = bucket->record.versioning == "Enabled";
       object.lock = lock_for_new_version(initiated, bucket->record, object.modified_ns, false);
       object.tags = parse_tagging_header(initiated.header("x-amz-tagging"));
+      object.owner = bucket->rules->owner_for_write(upload.initiator, "", bucket->record.owner);
       object.version_id = version_id_for(bucket->record.versioning);
       std::vector<Segment> replaced;
       metadata_.transaction([&] {

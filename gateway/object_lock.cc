@@ -13,9 +13,10 @@ namespace {
 
 constexpr int64_t kNsPerDay = 86'400'000'000'000;
 
-bool legal_hold_from(const std::string& value) {
-  if (value == "ON") return true;
-  if (value == "OFF" || value.empty()) return false;
+LegalHold legal_hold_from(const std::string& value) {
+  if (value == "ON") return LegalHold::kOn;
+  if (value == "OFF") return LegalHold::kOff;
+  if (value.empty()) return LegalHold::kNone;
   throw S3Error("InvalidArgument", "x-amz-object-lock-legal-hold must be ON or OFF, not '" + value + "'");
 }
 
@@ -97,7 +98,7 @@ ObjectLock lock_for_new_version(const S3Request& request, const BucketRecord& bu
 }
 
 void check_deletable(const ObjectLock& lock, bool bypass_governance, int64_t now_ns) {
-  if (lock.legal_hold) throw S3Error("AccessDenied", "the version is under a legal hold");
+  if (lock.legal_hold == LegalHold::kOn) throw S3Error("AccessDenied", "the version is under a legal hold");
   if (lock.mode.empty() || lock.retain_until_ns <= now_ns) return;
   if (lock.mode == "COMPLIANCE") throw S3Error("AccessDenied", "the version is under COMPLIANCE retention");
   if (!bypass_governance) {

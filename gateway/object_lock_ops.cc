@@ -116,7 +116,7 @@ std::unique_ptr<RequestBody> S3Api::put_retention(const Call& call) {
       const auto until_ns = parse_iso8601(until);
       if (!until_ns) throw S3Error("MalformedXML", "<RetainUntilDate> '" + until + "' is not ISO 8601");
       if (*until_ns <= now) throw S3Error("InvalidArgument", "the retain-until date must be in the future");
-      requested = {mode, *until_ns, false};
+      requested = {mode, *until_ns, LegalHold::kNone};
     }
     std::lock_guard lock(mutex_);
     metadata_.transaction([&] {
@@ -135,8 +135,11 @@ Response S3Api::get_legal_hold(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
   require_object_lock(bucket->record);
   const ObjectRecord object = target_version(call, *bucket);
+  if (object.lock.legal_hold == LegalHold::kNone) {
+    throw S3Error("NoSuchObjectLockConfiguration", "the version has never had a legal hold");
+  }
   XmlWriter xml;
-  xml.open("LegalHold", kS3Namespace).element("Status", object.lock.legal_hold ? "ON" : "OFF");
+  xml.open("LegalHold", kS3Namespace).element("Status", object.lock.legal_hold == LegalHold::kOn ? "ON" : "OFF");
   return xml_response(xml.finish());
 }
 
@@ -153,7 +156,7 @@ std::unique_ptr<RequestBody> S3Api::put_legal_hold(const Call& call) {
       const auto current = metadata_.object(bucket->record.name, object.key, object.version_id);
       if (!current) throw S3Error("NoSuchVersion", "the version was deleted meanwhile");
       ObjectLock updated = current->lock;
-      updated.legal_hold = status == "ON";
+      updated.legal_hold = status == "ON" ? LegalHold::kOn : LegalHold::kOff;
       metadata_.set_lock(bucket->record.name, object.key, object.version_id, updated);
     });
     return Response{};

@@ -58,7 +58,9 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
     r.headers.emplace_back("x-amz-object-lock-mode", o.lock.mode);
     r.headers.emplace_back("x-amz-object-lock-retain-until-date", iso8601(o.lock.retain_until_ns));
   }
-  if (o.lock.legal_hold) r.headers.emplace_back("x-amz-object-lock-legal-hold", "ON");
+  if (o.lock.legal_hold != LegalHold::kNone) {
+    r.headers.emplace_back("x-amz-object-lock-legal-hold", o.lock.legal_hold == LegalHold::kOn ? "ON" : "OFF");
+  }
   if (!o.tags.empty()) r.headers.emplace_back("x-amz-tagging-count", std::to_string(o.tags.size()));
 }
 
@@ -94,7 +96,8 @@ ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket, bool 
 }
 
 S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id,
-                                  bool bypass_governance, bool may_remove_unversioned, std::vector<Segment>& unused) {
+                                  bool bypass_governance, bool may_remove_unversioned, const std::string& marker_owner,
+                                  std::vector<Segment>& unused) {
   Deletion deletion;
   const std::string& versioning = bucket.record.versioning;
   deletion.versioned = !versioning.empty();
@@ -125,6 +128,7 @@ S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const 
   marker.bucket = bucket.record.name;
   marker.key = key;
   marker.delete_marker = true;
+  marker.owner = marker_owner;
   marker.modified_ns = now_ns();
   marker.version_id = version_id_for(versioning);
   const auto replaced = metadata_.put_object(marker);
@@ -148,6 +152,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
   object.headers = stored_headers(call.request);
   object.lock = new_version_lock(call, *bucket, true);
   object.tags = parse_tagging_header(call.request.header("x-amz-tagging"));
+  object.owner = owner_for_write(call, *bucket);
   if (has_write_conditions(call.request)) {
     std::lock_guard lock(mutex_);
     check_write_conditions(call.request, metadata_.object(bucket->record.name, object.key));
@@ -273,10 +278,11 @@ Response S3Api::delete_object(const Call& call) {
   const std::string version_id = call.request.query_value("versionId").value_or("");
   const bool bypass = bypasses_governance(call, *bucket);
   const bool remove_unversioned = may_remove_unversioned(call, *bucket);
+  const std::string owner = owner_for_write(call, *bucket);
   Deletion deletion;
   std::vector<Segment> unused;
   group_commit_.run(
-      [&] { deletion = delete_key(*bucket, call.request.key, version_id, bypass, remove_unversioned, unused); });
+      [&] { deletion = delete_key(*bucket, call.request.key, version_id, bypass, remove_unversioned, owner, unused); });
   removal_.add(bucket->storage, unused);
   Response r;
   r.status = 204;
@@ -342,6 +348,7 @@ Response S3Api::copy_object(const Call& call) {
     throw S3Error("InvalidArgument", "x-amz-tagging-directive must be COPY or REPLACE");
   }
   copy.modified_ns = now_ns();
+  copy.owner = owner_for_write(call, *to);
   copy.part_checksums.clear();  // the copy is one segment: no longer in parts
   if (multipart_parts(*object) > 0) {
     // As S3: a copy is a new single-part object, its ETag the MD5 of its bytes.

@@ -150,8 +150,38 @@ std::string decode_metadata_value(std::string_view value) {
 }
 
 std::string encode_metadata_value(std::string_view value) {
-  if (is_ascii(value)) return std::string(value);
-  return "=?UTF-8?B?" + to_base64(as_bytes(value)) + "?=";
+  // S3 encodes as javax.mail's MimeUtility.encodeText does (its conformance tests expect
+  // "\x04mymeta" back as "=?UTF-8?Q?=04mymeta?="): a character is "not text" when it is a
+  // control character other than a tab, DEL or outside ASCII, counted in UTF-16 units; a value
+  // without one goes as it is, one mostly of text as a Q word, any other as a B word.
+  const auto is_text = [](unsigned char c) { return (c >= 0x20 && c < 0x7f) || c == '\t'; };
+  size_t text = 0, other = 0;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (is_text(c)) {
+      ++text;
+    } else if (c < 0x80 || (c & 0xc0) == 0xc0) {  // a control character, or a UTF-8 lead byte
+      other += c >= 0xf0 ? 2 : 1;                    // past U+FFFF: two UTF-16 units
+    }
+  }
+  if (other == 0) return std::string(value);
+  if (text <= other) return "=?UTF-8?B?" + to_base64(as_bytes(value)) + "?=";
+  // RFC 2047 section 4.2 with MimeUtility's choice of specials for text: "=", "_" and "?".
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "=?UTF-8?Q?";
+  for (const char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == ' ') {
+      out += '_';
+    } else if (!is_text(c) || c == '\t' || c == '=' || c == '_' || c == '?') {
+      out += '=';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "?=";
 }
 
 }  // namespace keel::gateway

@@ -1,6 +1,7 @@
 // User metadata values (x-amz-meta-*) as S3 takes and gives them: RFC 2047
 // encoded-words are decoded before a value is stored, and a stored value
-// outside US-ASCII goes out as one "=?UTF-8?B?...?=" encoded-word.
+// outside printable US-ASCII goes out as one "=?UTF-8?Q?...?=" or
+// "=?UTF-8?B?...?=" encoded-word, as S3 sends it.
 #pragma once
 
 #include <string>
@@ -16,8 +17,9 @@ namespace keel::gateway {
 // are valid UTF-8 and are read as ISO-8859-1 (HTTP's header charset) when not.
 std::string decode_metadata_value(std::string_view value);
 
-// The header value S3 sends for a stored value: as stored when it is all
-// US-ASCII, else one RFC 2047 "B" encoded-word of its bytes.
+// The header value S3 sends for a stored value: as stored when it is printable
+// US-ASCII (tabs allowed), else one RFC 2047 encoded-word of its UTF-8 bytes,
+// "Q" when most of its characters are printable ASCII, else "B".
 std::string encode_metadata_value(std::string_view value);
 
 }  // namespace keel::gateway

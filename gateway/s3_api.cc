@@ -483,6 +483,11 @@ Response S3Api::list_objects(const Call& call, bool v2) {
       xml.element("NextMarker", q.encode(page.last));
     }
   }
+  std::shared_ptr<const BucketAccessRules> rules;
+  {
+    std::lock_guard lock(mutex_);
+    rules = bucket->rules;
+  }
   for (const auto& o : page.objects) {
     xml.open("Contents")
         .element("Key", q.encode(o.key))
@@ -491,7 +496,7 @@ Response S3Api::list_objects(const Call& call, bool v2) {
         .element("Size", o.size)
         .element("StorageClass", "STANDARD");
     if (!v2 || r.query_value("fetch-owner") == "true") {
-      user_element(xml, "Owner", bucket->record.owner);
+      user_element(xml, "Owner", rules->shown_owner(o.owner, bucket->record.owner));
     }
     xml.close();
   }
@@ -503,7 +508,8 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
   const auto bucket = bucket_for(call, Access::kWrite);
   const bool bypass = bypasses_governance(call, *bucket);
   const bool remove_unversioned = may_remove_unversioned(call, *bucket);
-  return small_body(call, [this, bucket, bypass, remove_unversioned](const std::string& body) {
+  const std::string marker_owner = owner_for_write(call, *bucket);
+  return small_body(call, [this, bucket, bypass, remove_unversioned, marker_owner](const std::string& body) {
     const auto tree = read_xml_body(body);
     const auto root = tree.get_child_optional("Delete");
     if (!root) throw S3Error("MalformedXML", "the body is not a <Delete> document");
@@ -531,7 +537,8 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
         try {
           std::vector<Segment> freed;
           metadata_.savepoint([&] {
-            outcomes[i].deletion = delete_key(*bucket, keys[i].first, keys[i].second, bypass, remove_unversioned, freed);
+            outcomes[i].deletion = delete_key(*bucket, keys[i].first, keys[i].second, bypass, remove_unversioned, marker_owner,
+                                               freed);
           });
           unused.insert(unused.end(), freed.begin(), freed.end());
         } catch (const S3Error& e) {

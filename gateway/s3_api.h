@@ -121,7 +121,12 @@ class S3Api final : public RequestHandler {
   std::shared_ptr<const BucketAccessRules> load_access_rules(const std::string& bucket);
   void store_access_setting(Bucket& bucket, const std::string& name, const std::string& value);
   Acl object_acl(const Bucket& bucket, const ObjectRecord& object);
-  Acl acl_to_put(const S3Request& request, const Bucket& bucket, const std::string& body);
+  // The ACL a PutBucketAcl or PutObjectAcl sets; `owner` owns the bucket or the object.
+  Acl acl_to_put(const S3Request& request, const Bucket& bucket, const std::string& owner, const std::string& body);
+  // Who owns what this request writes into `bucket` (BucketAccessRules::owner_for_write).
+  std::string owner_for_write(const Call& call, const Bucket& bucket);
+  // Who S3 shows as the owner of a version (BucketAccessRules::shown_owner).
+  std::string owner_of(const Bucket& bucket, const ObjectRecord& object);
   // The ACL that x-amz-acl / x-amz-grant-* ask a write to give what it
   // creates (checked now: refused ACLs fail the request before it writes).
   std::optional<Acl> requested_acl(const Call& call, Operation operation);
@@ -196,8 +201,10 @@ class S3Api final : public RequestHandler {
   // held, in a transaction): appends the segments the deletion frees to
   // `unused`, for the caller to remove once committed.
   // `may_remove_unversioned` false: refuses (AccessDenied) to remove or replace the null version.
+  // A delete marker it adds is `marker_owner`'s.
   Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id, bool bypass_governance,
-                      bool may_remove_unversioned, std::vector<Segment>& unused);
+                      bool may_remove_unversioned, const std::string& marker_owner,
+                      std::vector<Segment>& unused);
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
 
   GatewayConfig config_;

@@ -73,6 +73,11 @@ Response S3Api::list_versions(const Call& call) {
     xml.element("NextKeyMarker", q.encode(page.last));
     if (!page.last_version_id.empty()) xml.element("NextVersionIdMarker", page.last_version_id);
   }
+  std::shared_ptr<const BucketAccessRules> rules;
+  {
+    std::lock_guard lock(mutex_);
+    rules = bucket->rules;
+  }
   for (const auto& o : page.objects) {
     xml.open(o.delete_marker ? "DeleteMarker" : "Version")
         .element("Key", q.encode(o.key))
@@ -82,7 +87,7 @@ Response S3Api::list_versions(const Call& call) {
     if (!o.delete_marker) {
       xml.element("ETag", quoted(o.etag)).element("Size", o.size).element("StorageClass", "STANDARD");
     }
-    user_element(xml, "Owner", bucket->record.owner);
+    user_element(xml, "Owner", rules->shown_owner(o.owner, bucket->record.owner));
     xml.close();
   }
   for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", q.encode(p)).close();

@@ -171,6 +171,78 @@ class AccessTest(unittest.TestCase):
         self.alice.put_bucket_policy(Bucket=bucket, Policy=ip_policy("NotIpAddress"))
         self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="private/b")), (403, "AccessDenied"))
 
+    def test_objects_belong_to_their_writer(self):
+        """As S3 without BucketOwnerEnforced: what another user writes into a bucket by a grant is
+        that user's (Owner in listings and GetObjectAcl), delete markers too; BucketOwnerPreferred
+        gives the bucket's owner what is written with bucket-owner-full-control, and
+        BucketOwnerEnforced makes every object the bucket's owner's."""
+        bucket = self.new_bucket()
+        alice_id = self.alice.get_bucket_acl(Bucket=bucket)["Owner"]["ID"]
+        self.bob.create_bucket(Bucket="bobs-own")
+        bob_id = self.bob.get_bucket_acl(Bucket="bobs-own")["Owner"]["ID"]
+        self.alice.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        self.alice.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+            "Owner": {"ID": alice_id},
+            "Grants": [{"Grantee": {"Type": "CanonicalUser", "ID": alice_id}, "Permission": "FULL_CONTROL"},
+                       {"Grantee": {"Type": "CanonicalUser", "ID": bob_id}, "Permission": "WRITE"}]})
+        self.alice.put_object(Bucket=bucket, Key="by-alice", Body=b"a")
+        self.bob.put_object(Bucket=bucket, Key="by-bob", Body=b"b")
+        self.bob.put_object(Bucket=bucket, Key="shared", Body=b"s", ACL="bucket-owner-full-control")
+        upload = self.bob.create_multipart_upload(Bucket=bucket, Key="bob-mp")["UploadId"]
+        part = self.bob.upload_part(Bucket=bucket, Key="bob-mp", UploadId=upload, PartNumber=1, Body=b"m")
+        self.bob.complete_multipart_upload(Bucket=bucket, Key="bob-mp", UploadId=upload,
+                                           MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+        self.bob.put_object(Bucket="bobs-own", Key="src", Body=b"c")
+        self.bob.copy_object(Bucket=bucket, Key="bob-copy", CopySource={"Bucket": "bobs-own", "Key": "src"})
+        self.bob.delete_object(Bucket=bucket, Key="by-alice")  # a delete marker of bob's
+        writers = {"by-alice": alice_id, "by-bob": bob_id, "shared": bob_id, "bob-mp": bob_id, "bob-copy": bob_id}
+
+        def owners():
+            v1 = {o["Key"]: o["Owner"]["ID"] for o in self.alice.list_objects(Bucket=bucket)["Contents"]}
+            v2 = {o["Key"]: o["Owner"]["ID"]
+                  for o in self.alice.list_objects_v2(Bucket=bucket, FetchOwner=True)["Contents"]}
+            self.assertEqual(v1, v2)
+            listed = self.alice.list_object_versions(Bucket=bucket)
+            versions = {v["Key"]: v["Owner"]["ID"] for v in listed["Versions"]}
+            markers = {m["Key"]: m["Owner"]["ID"] for m in listed["DeleteMarkers"]}
+            acls = {key: self.alice.get_object_acl(Bucket=bucket, Key=key, VersionId=version)
+                    for key, version in ((v["Key"], v["VersionId"]) for v in listed["Versions"])}
+            return v1, versions, markers, acls
+
+        listed, versions, markers, acls = owners()
+        self.assertEqual(listed, {k: v for k, v in writers.items() if k != "by-alice"})
+        self.assertEqual(versions, writers)
+        self.assertEqual(markers, {"by-alice": bob_id})
+        self.assertEqual({k: a["Owner"]["ID"] for k, a in acls.items()}, writers)
+        # The default ACL gives the writer FULL_CONTROL; bucket-owner-full-control the bucket's owner too.
+        self.assertEqual([(g["Grantee"]["ID"], g["Permission"]) for g in acls["by-bob"]["Grants"]],
+                         [(bob_id, "FULL_CONTROL")])
+        self.assertEqual(sorted((g["Grantee"]["ID"], g["Permission"]) for g in acls["shared"]["Grants"]),
+                         sorted([(bob_id, "FULL_CONTROL"), (alice_id, "FULL_CONTROL")]))
+
+        # BucketOwnerPreferred: bucket-owner-full-control hands the object to the bucket's owner.
+        self.alice.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={
+            "Rules": [{"ObjectOwnership": "BucketOwnerPreferred"}]})
+        self.bob.put_object(Bucket=bucket, Key="preferred", Body=b"p", ACL="bucket-owner-full-control")
+        self.bob.put_object(Bucket=bucket, Key="not-preferred", Body=b"n")
+        listed = owners()[0]
+        self.assertEqual((listed["preferred"], listed["not-preferred"], listed["by-bob"]), (alice_id, bob_id, bob_id))
+        # BucketOwnerEnforced: everything is the bucket's owner's, whoever wrote it (bob may write
+        # by a policy now: ACLs grant nothing).
+        self.alice.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={
+            "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+        self.alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [{
+            "Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:PutObject",
+            "Resource": f"arn:aws:s3:::{bucket}/*"}]}))
+        self.bob.put_object(Bucket=bucket, Key="enforced", Body=b"e")
+        listed, versions, markers, acls = owners()
+        self.assertEqual(set(listed.values()) | set(versions.values()) | set(markers.values()), {alice_id})
+        self.assertEqual({a["Owner"]["ID"] for a in acls.values()}, {alice_id})
+        # Lifted again, the writers show again (what was written under it stays the bucket's owner's).
+        self.alice.delete_bucket_ownership_controls(Bucket=bucket)
+        listed = owners()[0]
+        self.assertEqual((listed["by-bob"], listed["enforced"]), (bob_id, alice_id))
+
     def test_ownership_controls_and_public_access_block(self):
         bucket = self.new_bucket()
         self.alice.put_object(Bucket=bucket, Key="doc", Body=b"d")

@@ -213,7 +213,15 @@ class FeatureTest(unittest.TestCase):
                          [("c", "AccessDenied"), ("h", "AccessDenied")])
         self.assertEqual([d["Key"] for d in result["Deleted"]], ["free"])
         s3.put_object_legal_hold(Bucket=bucket, Key="h", VersionId=held, LegalHold={"Status": "OFF"})
+        self.assertEqual(s3.get_object_legal_hold(Bucket=bucket, Key="h", VersionId=held)["LegalHold"]["Status"], "OFF")
+        self.assertEqual(s3.head_object(Bucket=bucket, Key="h", VersionId=held)["ObjectLockLegalHoldStatus"], "OFF")
         s3.delete_object(Bucket=bucket, Key="h", VersionId=held)
+        # A version that never had a legal hold has none to show: 404 NoSuchObjectLockConfiguration, as AWS.
+        never = error_of(lambda: s3.get_object_legal_hold(Bucket=bucket, Key="free2", VersionId=s3.put_object(
+            Bucket=bucket, Key="free2", Body=b"x")["VersionId"]))
+        self.assertEqual((never["ResponseMetadata"]["HTTPStatusCode"], never["Error"]["Code"]),
+                         (404, "NoSuchObjectLockConfiguration"))
+        self.assertNotIn("ObjectLockLegalHoldStatus", s3.head_object(Bucket=bucket, Key="free2"))
 
         # Default retention applies to new versions.
         s3.put_object_lock_configuration(Bucket=bucket, ObjectLockConfiguration={

@@ -22,7 +22,7 @@ using keel::test::error_code;
 S3Request with_headers(NameValues headers) { return parse_request("PUT", "/bucket/key", std::move(headers), {}); }
 
 PolicyRequest ask(std::string action, std::string resource, std::string user, std::string ip = "10.1.2.3") {
-  return {std::move(action), std::move(resource), std::move(user), std::move(ip), false, "", {}};
+  return {std::move(action), std::move(resource), std::move(user), std::move(ip), false, "", 1'700'000'000, {}};
 }
 
 }  // namespace
@@ -208,6 +208,46 @@ TEST_CASE("policy: conditions on headers and object tags", "[gateway][policy]") 
         }) == "MalformedPolicy");
 }
 
+TEST_CASE("policy: date and numeric conditions, IfExists", "[gateway][policy]") {
+  // now is 2023-11-14T22:13:20Z (1700000000).
+  const auto allows = [](const std::string& condition, std::optional<std::string> max_keys = std::nullopt) {
+    const BucketPolicy policy = BucketPolicy::parse(
+        R"({"Statement": {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b",
+            "Condition": )" + condition + "}}",
+        "b", kUsers);
+    PolicyRequest request = ask("s3:ListBucket", "arn:aws:s3:::b", "bob");
+    request.value_of = [&](const std::string& key) { return key == "s3:max-keys" ? max_keys : std::nullopt; };
+    return policy.evaluate(request) == PolicyEffect::kAllow;
+  };
+  CHECK(allows(R"({"DateGreaterThan": {"aws:CurrentTime": "2023-11-14T22:13:19Z"}})"));
+  CHECK_FALSE(allows(R"({"DateGreaterThan": {"aws:CurrentTime": "2023-11-14T22:13:20Z"}})"));
+  CHECK(allows(R"({"DateGreaterThanEquals": {"aws:CurrentTime": "2023-11-14T22:13:20Z"}})"));
+  CHECK(allows(R"({"DateLessThan": {"aws:CurrentTime": "2023-11-15"}})"));
+  CHECK_FALSE(allows(R"({"DateLessThan": {"aws:CurrentTime": "2023-11-14"}})"));
+  CHECK(allows(R"({"DateLessThanEquals": {"aws:EpochTime": "1700000000"}})"));
+  CHECK(allows(R"({"DateEquals": {"aws:EpochTime": ["1", "2023-11-14T22:13:20.000Z"]}})"));  // any value
+  CHECK_FALSE(allows(R"({"DateNotEquals": {"aws:CurrentTime": "2023-11-14T22:13:20Z"}})"));
+  CHECK(allows(R"({"NumericGreaterThan": {"aws:EpochTime": "1699999999.5"}})"));
+  // Both conditions of one operator must hold: a window.
+  CHECK(allows(R"({"DateGreaterThan": {"aws:CurrentTime": "2023-01-01"}, "DateLessThan": {"aws:EpochTime": "1800000000"}})"));
+  CHECK_FALSE(allows(R"({"DateGreaterThan": {"aws:CurrentTime": "2023-01-01"}, "DateLessThan": {"aws:EpochTime": "1600000000"}})"));
+
+  CHECK(allows(R"({"NumericLessThanEquals": {"s3:max-keys": "10"}})", "10"));
+  CHECK_FALSE(allows(R"({"NumericLessThan": {"s3:max-keys": "10"}})", "10"));
+  CHECK(allows(R"({"NumericEquals": {"s3:max-keys": ["5", "10"]}})", "10"));
+  CHECK(allows(R"({"NumericNotEquals": {"s3:max-keys": "5"}})", "10"));
+  CHECK_FALSE(allows(R"({"NumericNotEquals": {"s3:max-keys": ["5", "10"]}})", "10"));
+  CHECK(allows(R"({"NumericGreaterThanEquals": {"s3:max-keys": "10"}})", "10"));
+  CHECK_FALSE(allows(R"({"NumericGreaterThan": {"s3:max-keys": "10"}})", "10"));
+  CHECK_FALSE(allows(R"({"NumericLessThan": {"s3:max-keys": "10"}})", "abc"));  // not a number: no match
+  // An absent key: only negations and ...IfExists match.
+  CHECK_FALSE(allows(R"({"NumericLessThan": {"s3:max-keys": "10"}})"));
+  CHECK(allows(R"({"NumericLessThanIfExists": {"s3:max-keys": "10"}})"));
+  CHECK_FALSE(allows(R"({"NumericLessThanIfExists": {"s3:max-keys": "10"}})", "20"));
+  CHECK(allows(R"({"NumericNotEquals": {"s3:max-keys": "10"}})"));
+  CHECK(allows(R"({"StringEqualsIfExists": {"s3:prefix": "home/"}})"));
+}
+
 TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {
   const auto code = [](const std::string& json) {
     return error_code([&] { BucketPolicy::parse(json, "photos", kUsers); });
@@ -224,9 +264,22 @@ TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {
                  "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
   CHECK(code(R"({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "ec2:RunInstances",
                  "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
-  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/*",
-                 "Condition": {"DateGreaterThan": {"aws:CurrentTime": "2020-01-01T00:00:00Z"}}}]})") ==
-        "MalformedPolicy");
+  const auto with_condition = [&](const std::string& condition) {
+    return code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/*", "Condition": )" +
+                condition + "}]}");
+  };
+  CHECK(with_condition(R"({"DateGreaterThan": {"aws:CurrentTime": "2020-01-01T00:00:00Z"}})") == "");
+  CHECK(with_condition(R"({"DateGreaterThanIfExists": {"aws:CurrentTime": "2020-01-01"}})") == "");
+  CHECK(with_condition(R"({"NumericLessThanEquals": {"s3:max-keys": "10"}})") == "");
+  // Unknown operators, keys an operator cannot compare, values of the wrong kind.
+  CHECK(with_condition(R"({"DateAfter": {"aws:CurrentTime": "2020-01-01"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"IfExists": {"aws:CurrentTime": "2020-01-01"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"ArnLike": {"aws:SourceArn": "arn:aws:s3:::x"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"Bool": {"aws:SecureTransport": "true"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"DateLessThan": {"aws:CurrentTime": "yesterday"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"DateLessThan": {"s3:max-keys": "2020-01-01"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"NumericLessThan": {"s3:max-keys": "ten"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"NumericLessThan": {"aws:CurrentTime": "10"}})") == "MalformedPolicy");
   CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/*",
                  "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/99"}}}]})") == "MalformedPolicy");
   CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "NotResource": "arn:aws:s3:::photos/*"}]})") ==

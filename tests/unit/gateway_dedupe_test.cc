@@ -201,7 +201,7 @@ TEST_CASE("gateway gc: keeps every chunk a version or part references, reclaims 
     locked.key = "k";
     locked.version_id = "v1";
     locked.size = kept_locked.size();
-    locked.lock = {"COMPLIANCE", INT64_MAX, false};
+    locked.lock = {"COMPLIANCE", INT64_MAX, LegalHold::kNone};
     locked.segments = {{locked_ref, kept_locked.size()}};
     metadata.put_object(locked);  // noncurrent once v2 is put
     ObjectRecord current = locked;

@@ -259,10 +259,20 @@ TEST_CASE("user metadata: RFC 2047 encoded-words decoded on the way in, non-ASCI
   CHECK(decode_metadata_value("caf\xc3\xa9") == "caf\xc3\xa9");
   CHECK(decode_metadata_value("caf\xe9") == "caf\xc3\xa9");
 
+  // Out as S3 (MimeUtility) sends it: printable ASCII and tabs as they are, Q when most
+  // characters (UTF-16 units) are printable ASCII, B otherwise.
   CHECK(encode_metadata_value("plain value") == "plain value");
-  CHECK(encode_metadata_value("H\xc3\xa9llo") == "=?UTF-8?B?SMOpbGxv?=");
+  CHECK(encode_metadata_value("a\tb") == "a\tb");
+  CHECK(encode_metadata_value("\x04mymeta") == "=?UTF-8?Q?=04mymeta?=");
+  CHECK(encode_metadata_value("H\xc3\xa9llo") == "=?UTF-8?Q?H=C3=A9llo?=");
+  CHECK(encode_metadata_value("= _?\t\x7f\xc3\xa9 ok") == "=?UTF-8?Q?=3D_=5F=3F=09=7F=C3=A9_ok?=");
+  CHECK(encode_metadata_value("\xc3\xa9\xc3\xa9" "a") == "=?UTF-8?B?w6nDqWE=?=");
+  CHECK(encode_metadata_value("\xc3\xa9" "ab") == "=?UTF-8?Q?=C3=A9ab?=");
+  // An emoji is two UTF-16 units: no longer mostly text.
+  CHECK(encode_metadata_value("\xf0\x9f\x98\x80" "ab") == "=?UTF-8?B?8J+YgGFi?=");
   // Round trip: what goes out decodes to what was stored.
-  for (const char* value : {"H\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac", "a b", "=?UTF-8?B?SGVsbG8=?="}) {
+  for (const char* value : {"H\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac", "a b", "=?UTF-8?B?SGVsbG8=?=", "\x04mymeta",
+                            "= _?\xc3\xa9 ok", "\xf0\x9f\x98\x80" "ab"}) {
     const std::string stored = decode_metadata_value(value);
     CHECK(decode_metadata_value(encode_metadata_value(stored)) == stored);
   }

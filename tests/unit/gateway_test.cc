@@ -548,10 +548,10 @@ TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway
   CHECK(error_code([] { make_default_retention("COMPLIANCE", std::nullopt, 101); }) == "InvalidRetentionPeriod");
   CHECK(error_code([] { make_default_retention("LOOSE", 1, std::nullopt); }) == "MalformedXML");
 
-  const ObjectLock compliance{"COMPLIANCE", now + 100 * kSecond, false};
-  const ObjectLock governance{"GOVERNANCE", now + 100 * kSecond, false};
-  const ObjectLock longer{"COMPLIANCE", now + 200 * kSecond, false};
-  const ObjectLock shorter{"COMPLIANCE", now + 50 * kSecond, false};
+  const ObjectLock compliance{"COMPLIANCE", now + 100 * kSecond, LegalHold::kNone};
+  const ObjectLock governance{"GOVERNANCE", now + 100 * kSecond, LegalHold::kNone};
+  const ObjectLock longer{"COMPLIANCE", now + 200 * kSecond, LegalHold::kNone};
+  const ObjectLock shorter{"COMPLIANCE", now + 50 * kSecond, LegalHold::kNone};
   check_retention_change(compliance, longer, false, now);
   CHECK(error_code([&] { check_retention_change(compliance, shorter, true, now); }) == "AccessDenied");
   CHECK(error_code([&] { check_retention_change(compliance, ObjectLock{}, true, now); }) == "AccessDenied");
@@ -560,12 +560,13 @@ TEST_CASE("object lock: new versions, retention changes and deletion", "[gateway
   // Changing GOVERNANCE to COMPLIANCE alters the lock: it needs the bypass, as AWS.
   CHECK(error_code([&] { check_retention_change(governance, longer, false, now); }) == "AccessDenied");
   check_retention_change(governance, longer, true, now);
-  check_retention_change(governance, ObjectLock{"GOVERNANCE", now + 300 * kSecond, false}, false, now);
+  check_retention_change(governance, ObjectLock{"GOVERNANCE", now + 300 * kSecond, LegalHold::kNone}, false, now);
   check_retention_change(compliance, ObjectLock{}, false, now + 100 * kSecond);  // expired
   CHECK(error_code([&] { check_deletable(compliance, true, now); }) == "AccessDenied");
   CHECK(error_code([&] { check_deletable(governance, false, now); }) == "AccessDenied");
   check_deletable(governance, true, now);
-  CHECK(error_code([&] { check_deletable(ObjectLock{"", 0, true}, true, now); }) == "AccessDenied");
+  CHECK(error_code([&] { check_deletable(ObjectLock{"", 0, LegalHold::kOn}, true, now); }) == "AccessDenied");
+  check_deletable(ObjectLock{"", 0, LegalHold::kOff}, false, now);  // lifted: no hold
   check_deletable(compliance, false, now + 101 * kSecond);
 }
 
