@@ -19,8 +19,10 @@ std::optional<Hash128> PieceHasher::finish() {
 
 bool PieceHasher::advance(const ReadBack* read_back, uint64_t offset, ByteView current) {
   // Read back in slices: a piece may be as large as a chunk (8 MiB), and
-  // every reader thread keeps this buffer.
-  constexpr size_t kSlice = 256 << 10;
+  // every reader thread keeps this buffer. 1 MiB, an average chunk: a read
+  // back around the page cache (targets/local/direct_file.h) is an I/O
+  // request each, and 256 KiB slices made four per chunk.
+  constexpr size_t kSlice = 1 << 20;
   thread_local Bytes slice(kSlice);
   bool consumed = false;
   for (; next_ < layout_.size(); hashed_to_ += layout_[next_].length, ++next_) {
