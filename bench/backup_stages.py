@@ -5,7 +5,8 @@ For each round and each binary: `keel init` of a fresh local repository,
 `sync`, `keel backup DATA --json`; the per-stage CPU-seconds per GB come from
 the backup's --json document (cpu_seconds_per_gb), the process's user+system
 time from getrusage of the child. Prints a markdown table of medians and
-ranges. Optionally restores each backup and compares it with `diff -r`.
+ranges, and the repository's size (the bytes of its files, as
+`du --apparent-size` counts them). Optionally restores each backup and compares it with `diff -r`.
 
   bench/backup_stages.py --data /work/data/mixed4g --old /tmp/bk/keel-main \\
       --new build/cli/keel --rounds 3 --scratch /tmp/bk/stages
@@ -56,6 +57,7 @@ def one_backup(keel, data, scratch, env, verify):
     row["rusage"] = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / gb
     row["wall"] = wall
     row["cores"] = row["rusage"] * gb / wall
+    row["repo_mb"] = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(repo) for f in files) / 1e6
     if verify:
         target = os.path.join(scratch, "restored")
         shutil.rmtree(target, ignore_errors=True)
@@ -108,6 +110,9 @@ def main():
         print(f"| {key} | {cell(results['old'], key)} | {cell(results['new'], key)} | {ratio} |")
     for key in ("wall", "cores"):
         print(f"| {key} | {cell(results['old'], key)} | {cell(results['new'], key)} | |")
+    old = statistics.median(row["repo_mb"] for row in results["old"])
+    new = statistics.median(row["repo_mb"] for row in results["new"])
+    print(f"| repository MB | {cell(results['old'], 'repo_mb')} | {cell(results['new'], 'repo_mb')} | {new / old:.3f} |")
 
 
 if __name__ == "__main__":

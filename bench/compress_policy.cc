@@ -6,8 +6,14 @@
 // Chunks are grouped by the dataset's top-level directory (the kinds of data).
 //
 //   keel_compress_policy DATASET_DIR [--repeat N]
+//   keel_compress_policy DATASET_DIR --per-chunk
 //
-// Prints a markdown table per kind and for the whole dataset.
+// Prints a markdown table per kind and for the whole dataset. With
+// --per-chunk, prints one CSV row per distinct chunk instead (its kind, size,
+// the level-1 frame size of the probe's sample, and the frame size and CPU
+// nanoseconds at each level of kPerChunkLevels, no probe), from which
+// bench/compress_policy_sim.py works out per-chunk policies (which level for
+// which chunk) without compressing again.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -54,6 +60,12 @@ std::vector<Setting> settings() {
   return all;
 }
 
+// Levels of the --per-chunk rows.
+constexpr int kPerChunkLevels[] = {-7, -5, -3, -1, 1, 2, 3};
+// The probe's sample (compress.cc): eight 4 KiB slices spread over a chunk
+// of at least 64 KiB.
+constexpr size_t kProbeSlices = 8, kProbeSliceSize = 4096, kProbeMinInput = 2 * kProbeSlices * kProbeSliceSize;
+
 struct Totals {
   uint64_t raw = 0, stored = 0, stored_raw_chunks = 0, chunks = 0;
   double cpu_s = 0;
@@ -85,6 +97,34 @@ Bytes read_file(const std::filesystem::path& path) {
   return data;
 }
 
+// The frame size of `data` at `compressor`'s level, or data.size() when
+// zstd does not shrink it.
+size_t frame_size(Compressor& compressor, ByteView data, Bytes& out) {
+  out.clear();
+  return compressor.compress(data, out) ? out.size() : data.size();
+}
+
+// One CSV row for a distinct chunk (see the file comment).
+void print_chunk_row(const std::string& kind, ByteView chunk, std::vector<std::unique_ptr<Compressor>>& by_level,
+                     Compressor& probe, Bytes& out) {
+  size_t probe_frame = 0;  // 0: too small to be probed
+  if (chunk.size() >= kProbeMinInput) {
+    Bytes sample(kProbeSlices * kProbeSliceSize);
+    const size_t stride = (chunk.size() - kProbeSliceSize) / (kProbeSlices - 1);
+    for (size_t i = 0; i < kProbeSlices; ++i) {
+      std::copy_n(chunk.data() + i * stride, kProbeSliceSize, sample.data() + i * kProbeSliceSize);
+    }
+    probe_frame = frame_size(probe, sample, out);
+  }
+  std::printf("%s,%zu,%zu", kind.c_str(), chunk.size(), probe_frame);
+  for (auto& compressor : by_level) {
+    const double started = thread_cpu_s();
+    const size_t size = frame_size(*compressor, chunk, out);
+    std::printf(",%zu,%.0f", size, (thread_cpu_s() - started) * 1e9);
+  }
+  std::printf("\n");
+}
+
 void print_table(const std::string& kind, const std::vector<Setting>& all, const std::vector<Totals>& totals) {
   const Totals& off = totals[0];
   std::printf("\n### %s: %.1f MiB in %llu distinct chunks\n\n", kind.c_str(), static_cast<double>(off.raw) / (1 << 20),
@@ -114,6 +154,7 @@ int run(int argc, char** argv) {
   const std::filesystem::path root = argv[1];
   int repeat = 1;
   if (argc == 4 && std::string(argv[2]) == "--repeat") repeat = std::max(1, std::atoi(argv[3]));
+  const bool per_chunk = argc == 3 && std::string(argv[2]) == "--per-chunk";
 
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
@@ -130,6 +171,16 @@ int run(int argc, char** argv) {
   const Chunker chunker(ChunkerParams{}, random_key());
   Bytes out;
   out.reserve(16 << 20);
+  std::vector<std::unique_ptr<Compressor>> by_level;
+  Compressor probe(CompressorParams{.level = 1, .probe = false});
+  if (per_chunk) {
+    std::printf("kind,size,probe1");
+    for (int level : kPerChunkLevels) {
+      std::printf(",s%d,t%d", level, level);
+      by_level.push_back(std::make_unique<Compressor>(CompressorParams{.level = level, .probe = false}));
+    }
+    std::printf("\n");
+  }
 
   for (const auto& path : files) {
     const Bytes data = read_file(path);
@@ -139,6 +190,13 @@ int run(int argc, char** argv) {
       const ByteView chunk = ByteView(data).subspan(pos, cut);
       pos += cut;
       if (!seen.insert(xxh3_64(chunk)).second) continue;
+      if (per_chunk) {
+        // A backup stores no all-zero chunk (a hole instead).
+        if (std::any_of(chunk.begin(), chunk.end(), [](uint8_t b) { return b != 0; })) {
+          print_chunk_row(kind_of(root, path), chunk, by_level, probe, out);
+        }
+        continue;
+      }
       for (size_t i = 0; i < all.size(); ++i) {
         uint64_t stored = chunk.size();
         double cpu = 0;
@@ -162,6 +220,7 @@ int run(int argc, char** argv) {
       }
     }
   }
+  if (per_chunk) return 0;
   std::printf("# compression settings on %s (%zu files)\n", root.c_str(), files.size());
   for (const auto& [kind, totals] : by_kind) print_table(kind, all, totals);
   print_table("all", all, overall);
