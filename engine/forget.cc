@@ -12,10 +12,6 @@
 namespace keel::engine {
 namespace {
 
-bool contains(const std::vector<std::string>& values, const std::string& value) {
-  return std::find(values.begin(), values.end(), value) != values.end();
-}
-
 // Sorts by host, then paths: groups come out in that order.
 std::pair<std::string, std::vector<std::string>> group_of(const catalog::SnapshotRecord& s, GroupBy group_by) {
   std::vector<std::string> paths = s.paths;
@@ -71,7 +67,7 @@ void decide_group(std::vector<ForgetDecision>& group, const RetentionPolicy& pol
   }
   for (ForgetDecision& d : group) {
     for (const std::string& tag : policy.keep_tags) {
-      if (contains(d.snapshot.tags, tag)) keep(d, "tag " + tag);
+      if (std::ranges::find(d.snapshot.tags, tag) != d.snapshot.tags.end()) keep(d, "tag " + tag);
     }
   }
 }

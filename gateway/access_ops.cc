@@ -16,8 +16,6 @@ namespace keel::gateway {
 
 namespace {
 
-constexpr std::string_view kXmlns = "http://s3.amazonaws.com/doc/2006-03-01/";
-
 // Which ACL permission, on the bucket or on the object, lets a request through.
 enum class AclNeed { kNone, kBucket, kObject };
 struct AclPermission {
@@ -432,7 +430,7 @@ Response S3Api::get_ownership_controls(const Call& call) {
     throw S3Error("OwnershipControlsNotFoundError", "the bucket '" + bucket->record.name + "' has no ownership controls");
   }
   XmlWriter xml;
-  xml.open("OwnershipControls", kXmlns).open("Rule").element("ObjectOwnership", bucket->rules->ownership);
+  xml.open("OwnershipControls", kS3Namespace).open("Rule").element("ObjectOwnership", bucket->rules->ownership);
   return xml_response(xml.finish());
 }
 
@@ -460,7 +458,7 @@ Response S3Api::get_public_access_block(const Call& call) {
   const PublicAccessBlock b = *bucket->rules->public_access_block;
   const bool flags[] = {b.block_public_acls, b.ignore_public_acls, b.block_public_policy, b.restrict_public_buckets};
   XmlWriter xml;
-  xml.open("PublicAccessBlockConfiguration", kXmlns);
+  xml.open("PublicAccessBlockConfiguration", kS3Namespace);
   for (size_t i = 0; i < kBlockNames.size(); ++i) xml.element(kBlockNames[i], flags[i]);
   return xml_response(xml.finish());
 }

@@ -21,7 +21,6 @@ namespace {
 
 constexpr std::string_view kAllUsersUri = "http://acs.amazonaws.com/groups/global/AllUsers";
 constexpr std::string_view kAuthenticatedUri = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";
-constexpr std::string_view kXmlns = "http://s3.amazonaws.com/doc/2006-03-01/";
 // Element names no S3 document uses, replaced by <Grantee xsi:type=...> once written.
 constexpr std::string_view kUserGrantee = "KeelGranteeCanonicalUser";
 constexpr std::string_view kGroupGrantee = "KeelGranteeGroup";
@@ -141,7 +140,7 @@ RequestedAcl acl_from_headers(const S3Request& request, const std::string& owner
 
 std::string acl_document(const Acl& acl) {
   XmlWriter xml;
-  xml.open("AccessControlPolicy", kXmlns);
+  xml.open("AccessControlPolicy", kS3Namespace);
   user_element(xml, "Owner", acl.owner);
   xml.open("AccessControlList");
   for (const auto& grant : acl.grants) {

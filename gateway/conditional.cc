@@ -11,7 +11,7 @@ namespace keel::gateway {
 namespace {
 
 // A date S3 would act on; a malformed one is ignored, as S3 ignores it.
-std::optional<int64_t> http_date(const std::string& text) {
+std::optional<int64_t> condition_date(const std::string& text) {
   const std::time_t seconds = parse_http_date(text);
   if (seconds < 0) return std::nullopt;
   return static_cast<int64_t>(seconds);
@@ -43,8 +43,8 @@ struct Conditions {
     };
     match = get("if-match");
     none_match = get("if-none-match");
-    if (const auto date = get("if-modified-since")) modified_since = http_date(*date);
-    if (const auto date = get("if-unmodified-since")) unmodified_since = http_date(*date);
+    if (const auto date = get("if-modified-since")) modified_since = condition_date(*date);
+    if (const auto date = get("if-unmodified-since")) unmodified_since = condition_date(*date);
   }
 };
 

@@ -177,7 +177,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
         }
         if (replaced) bucket->storage->remove(*replaced);
         Response r;
-        r.headers.emplace_back("etag", quoted(part.etag));
+        r.headers.emplace_back("etag", quoted_etag(part.etag));
         if (checks.checksum()) {
           r.headers.emplace_back("x-amz-checksum-" + checks.checksum()->algorithm, checks.checksum()->value);
         }
@@ -227,7 +227,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   }
   if (replaced) bucket->storage->remove(*replaced);
   XmlWriter xml;
-  xml.open("CopyPartResult", kS3Namespace).element("LastModified", iso8601(part.modified_ns)).element("ETag", quoted(part.etag));
+  xml.open("CopyPartResult", kS3Namespace).element("LastModified", iso8601(part.modified_ns)).element("ETag", quoted_etag(part.etag));
   if (checksum) xml.element(checksum_element(checksum->name()), part.checksum);
   Response r = xml_response(xml.finish());
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
@@ -275,7 +275,7 @@ Response completion_response(const ObjectRecord& object, bool versioned) {
       .element("Location", "/" + object.bucket + "/" + object.key)
       .element("Bucket", object.bucket)
       .element("Key", object.key)
-      .element("ETag", quoted(object.etag));
+      .element("ETag", quoted_etag(object.etag));
   if (!object.checksum_algorithm.empty()) {
     xml.element(checksum_element(object.checksum_algorithm), object.checksum)
         .element("ChecksumType", checksum_type(object));
@@ -470,7 +470,7 @@ Response S3Api::list_parts(const Call& call) {
     xml.open("Part")
         .element("PartNumber", static_cast<uint64_t>(part.part_number))
         .element("LastModified", iso8601(part.modified_ns))
-        .element("ETag", quoted(part.etag))
+        .element("ETag", quoted_etag(part.etag))
         .element("Size", part.size);
     if (!part.checksum.empty()) xml.element(checksum_element(upload.checksum_algorithm), part.checksum);
     xml.close();

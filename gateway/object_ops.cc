@@ -47,7 +47,7 @@ void add_object_headers(Response& r, const ObjectRecord& o, const S3Request& req
     r.headers.emplace_back(name, header_value(name, value));
   }
   if (!has_type) r.headers.emplace_back("content-type", "binary/octet-stream");
-  r.headers.emplace_back("etag", quoted(o.etag));
+  r.headers.emplace_back("etag", quoted_etag(o.etag));
   r.headers.emplace_back("last-modified", http_date(o.modified_ns / 1'000'000'000));
   r.headers.emplace_back("accept-ranges", "bytes");
   if (!ranged && !o.checksum_algorithm.empty() && request.header("x-amz-checksum-mode") == "ENABLED") {
@@ -182,7 +182,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
           throw;
         }
         Response r;
-        r.headers.emplace_back("etag", quoted(object.etag));
+        r.headers.emplace_back("etag", quoted_etag(object.etag));
         add_version_header(r, versioned, object.version_id);
         add_checksum_header(r, checks);
         return r;
@@ -203,7 +203,7 @@ Response S3Api::sosapi_object(const Bucket& bucket, SosapiDocument document, boo
   }
   const int64_t now = now_ns();
   r.headers = {{"content-type", "application/xml"},
-               {"etag", quoted(to_hex(md5(as_bytes(r.body))))},
+               {"etag", quoted_etag(to_hex(md5(as_bytes(r.body))))},
                {"last-modified", http_date(now / 1'000'000'000)}};
   if (head) {
     r.head_length = r.body.size();
@@ -228,7 +228,7 @@ Response S3Api::get_object(const Call& call, bool head) {
     check_readable(object, call.request.key, version_id);
     if (!read_conditions_allow(call.request, object->etag, object->modified_ns)) {
       r.status = 304;
-      r.headers.emplace_back("etag", quoted(object->etag));
+      r.headers.emplace_back("etag", quoted_etag(object->etag));
       r.headers.emplace_back("last-modified", http_date(object->modified_ns / 1'000'000'000));
       return r;
     }
@@ -363,7 +363,7 @@ Response S3Api::copy_object(const Call& call) {
   XmlWriter xml;
   xml.open("CopyObjectResult", kS3Namespace)
       .element("LastModified", iso8601(copy.modified_ns))
-      .element("ETag", quoted(copy.etag));
+      .element("ETag", quoted_etag(copy.etag));
   Response r = xml_response(xml.finish());
   add_version_header(r, versioned, copy.version_id);
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);

@@ -492,7 +492,7 @@ Response S3Api::list_objects(const Call& call, bool v2) {
     xml.open("Contents")
         .element("Key", q.encode(o.key))
         .element("LastModified", iso8601(o.modified_ns))
-        .element("ETag", quoted(o.etag))
+        .element("ETag", quoted_etag(o.etag))
         .element("Size", o.size)
         .element("StorageClass", "STANDARD");
     if (!v2 || r.query_value("fetch-owner") == "true") {

@@ -39,7 +39,7 @@ Response xml_response(std::string document, int status) {
   return r;
 }
 
-std::string quoted(const std::string& etag) { return "\"" + etag + "\""; }
+std::string quoted_etag(const std::string& etag) { return "\"" + etag + "\""; }
 
 uint64_t parse_size(const std::string& text, const std::string& what) {
   if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) {

@@ -27,7 +27,9 @@ std::string version_id_for(const std::string& versioning);
 void add_version_header(Response& response, bool versioned, const std::string& version_id);
 
 Response xml_response(std::string document, int status = 200);
-std::string quoted(const std::string& etag);  // "\"etag\""
+// "\"etag\"". Not `quoted`: for a non-const std::string argument, argument-dependent
+// lookup prefers std::quoted wherever <iomanip> happens to be included.
+std::string quoted_etag(const std::string& etag);
 
 // A decimal size header or parameter; throws S3Error InvalidArgument.
 uint64_t parse_size(const std::string& text, const std::string& what);

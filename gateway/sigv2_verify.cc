@@ -1,6 +1,5 @@
 #include "gateway/sigv2_verify.h"
 
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -27,17 +26,13 @@ const std::set<std::string, std::less<>> kSignedSubresources = {
     "select-type", "storageClass", "tagging", "torrent", "uploadId", "uploads", "versionId", "versioning",
     "versions", "website"};
 
-bool same(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
-struct Claim {
+struct V2Claim {
   std::string access_key;
   std::string signature;
   bool presigned = false;
 };
 
-Claim claim_of(const S3Request& request) {
+V2Claim claim_of(const S3Request& request) {
   const std::string authorization = request.header("authorization");
   if (!authorization.empty()) {
     const std::string credentials = authorization.substr(4);  // after "AWS "
@@ -59,7 +54,7 @@ Claim claim_of(const S3Request& request) {
 }
 
 // Checks the request's date (header form) or expiry (query form) against the clock.
-void check_time(const S3Request& request, const Claim& claim, std::time_t now) {
+void check_v2_time(const S3Request& request, const V2Claim& claim, std::time_t now) {
   if (claim.presigned) {
     const std::string expires = request.query_value("Expires").value_or("");
     if (expires.empty() || expires.size() > 12 || expires.find_first_not_of("0123456789") != std::string::npos) {
@@ -126,7 +121,7 @@ std::string sigv2_signature(const std::string& secret, const std::string& to_sig
 }
 
 Authentication authenticate_v2(const S3Request& request, const std::vector<User>& users, std::time_t now) {
-  const Claim claim = claim_of(request);
+  const V2Claim claim = claim_of(request);
   const auto user = std::find_if(users.begin(), users.end(),
                                  [&](const User& u) { return u.access_key == claim.access_key; });
   if (user == users.end()) {
@@ -136,7 +131,7 @@ Authentication authenticate_v2(const S3Request& request, const std::vector<User>
     throw S3Error("InvalidRequest",
                   "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
   }
-  check_time(request, claim, now);
+  check_v2_time(request, claim, now);
   // The Date line: Expires for a URL; with x-amz-date, AWS signs an empty Date
   // but many clients sign the Date header anyway, so either is accepted.
   std::vector<std::string> dates;
@@ -151,7 +146,7 @@ Authentication authenticate_v2(const S3Request& request, const std::vector<User>
   for (const auto& date : dates) {
     for (const bool bucket_slash : {false, true}) {
       to_sign = sigv2_string_to_sign(request, date, bucket_slash);
-      if (same(sigv2_signature(user->secret_key, to_sign), claim.signature)) matched = true;
+      if (constant_time_equal(sigv2_signature(user->secret_key, to_sign), claim.signature)) matched = true;
     }
   }
   if (!matched) {

@@ -1,7 +1,5 @@
 #include "gateway/sigv4_verify.h"
 
-#include <openssl/crypto.h>
-
 #include <algorithm>
 
 #include "gateway/http_date.h"
@@ -163,10 +161,6 @@ PayloadKind payload_kind(const std::string& hash) {
                                        "' is neither a lower-case hex SHA-256 nor a known payload mode");
 }
 
-bool same(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
 }  // namespace
 
 const User& anonymous_user() {
@@ -265,7 +259,7 @@ Authentication authenticate(const S3Request& request, const std::vector<User>& u
   const auto key = sigv4::signing_key(user->secret_key, claim.credential.date, claim.credential.region,
                                       sigv4::kS3Service);
   const std::string expected = sigv4::signature(key, to_sign);
-  if (!same(expected, claim.signature)) {
+  if (!constant_time_equal(expected, claim.signature)) {
     S3Error error("SignatureDoesNotMatch",
                   "the request signature we calculated does not match the signature you provided; check your key "
                   "and signing method");

@@ -85,7 +85,7 @@ Response S3Api::list_versions(const Call& call) {
         .element("IsLatest", o.latest)
         .element("LastModified", iso8601(o.modified_ns));
     if (!o.delete_marker) {
-      xml.element("ETag", quoted(o.etag)).element("Size", o.size).element("StorageClass", "STANDARD");
+      xml.element("ETag", quoted_etag(o.etag)).element("Size", o.size).element("StorageClass", "STANDARD");
     }
     user_element(xml, "Owner", rules->shown_owner(o.owner, bucket->record.owner));
     xml.close();

@@ -1,5 +1,7 @@
 #include "util/text.h"
 
+#include <openssl/crypto.h>
+
 namespace keel {
 
 std::string ascii_lower(std::string_view text) {
@@ -32,6 +34,10 @@ std::string percent_encode(std::string_view text, std::string_view keep) {
     }
   }
   return out;
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace keel

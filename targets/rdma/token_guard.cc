@@ -7,25 +7,25 @@
 namespace keel::targets::rdma {
 namespace {
 
-[[noreturn]] void reject(const std::string& why) { throw Error(ErrorKind::kUsage, "RDMA token rejected: " + why); }
+[[noreturn]] void refuse(const std::string& why) { throw Error(ErrorKind::kUsage, "RDMA token rejected: " + why); }
 
 }  // namespace
 
 void TokenGuard::admit(const Token& token, uint64_t local_capacity) {
   if (token.session != session_)
-    reject("it names session " + std::to_string(token.session) + ", not this connection's session " +
+    refuse("it names session " + std::to_string(token.session) + ", not this connection's session " +
            std::to_string(session_));
-  if (token.rkey != region_.rkey) reject("its rkey is not the one this session registered");
+  if (token.rkey != region_.rkey) refuse("its rkey is not the one this session registered");
   // Token::parse guarantees address + length does not overflow.
   if (token.address < region_.address || token.address + token.length > region_.address + region_.length)
-    reject("range [" + std::to_string(token.address) + ", +" + std::to_string(token.length) +
+    refuse("range [" + std::to_string(token.address) + ", +" + std::to_string(token.length) +
            ") lies outside the client's registered range [" + std::to_string(region_.address) + ", +" +
            std::to_string(region_.length) + ")");
   if (token.length > local_capacity)
-    reject(std::to_string(token.length) + " bytes do not fit the server's " + std::to_string(local_capacity) +
+    refuse(std::to_string(token.length) + " bytes do not fit the server's " + std::to_string(local_capacity) +
            "-byte buffer");
   std::lock_guard lock(mu_);
-  if (!spent_.insert(token.nonce).second) reject("its nonce was already used (tokens are one-use)");
+  if (!spent_.insert(token.nonce).second) refuse("its nonce was already used (tokens are one-use)");
 }
 
 }  // namespace keel::targets::rdma

@@ -8,6 +8,7 @@
 
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/text.h"
 
 namespace keel::targets::s3 {
 
@@ -29,14 +30,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
 }
 
 // Inner whitespace runs become one space: "[profile   dev]" names "profile dev".
@@ -120,7 +113,7 @@ IniFile read_ini(const std::string& path) {
       throw Error(ErrorKind::kUsage, where() + ": expected 'key = value' or a [section] header");
     }
     if (section == nullptr) throw Error(ErrorKind::kUsage, where() + ": setting before the first [section] header");
-    (*section)[lower(trim(line.substr(0, delimiter)))] = strip_inline_comment(trim(line.substr(delimiter + 1)));
+    (*section)[ascii_lower(trim(line.substr(0, delimiter)))] = strip_inline_comment(trim(line.substr(delimiter + 1)));
     key_indent = indent;
   }
   return ini;

@@ -46,14 +46,6 @@ std::array<uint8_t, 32> hmac_sha256(ByteView key, std::string_view message) {
   return out;
 }
 
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
-  return out;
-}
-
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 // An HTTP field name (RFC 9110 token): visible ASCII without separators.
@@ -95,7 +87,7 @@ NameValues canonical_headers(const NameValues& headers) {
     if (!is_valid_header_name(name)) {
       throw Error(ErrorKind::kUsage, "SigV4: invalid HTTP header name '" + name + "'");
     }
-    std::string lower_name = lower(name);
+    std::string lower_name = ascii_lower(name);
     if (lower_name == "host") {
       throw Error(ErrorKind::kUsage, "SigV4: pass the Host header as SigningRequest::host, not among the headers");
     }
@@ -116,7 +108,7 @@ std::string join(const std::vector<std::string>& parts, char separator) {
 // "host" plus the lower-cased names of `headers`, sorted and unique.
 std::vector<std::string> signed_header_names_of(const NameValues& headers) {
   std::vector<std::string> names{"host"};
-  for (const auto& header : headers) names.push_back(lower(header.first));
+  for (const auto& header : headers) names.push_back(ascii_lower(header.first));
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
@@ -143,7 +135,7 @@ void check_scope_inputs(const Credentials& credentials, const std::string& regio
 // Rejects caller headers that the signer sets itself.
 void check_no_reserved_headers(const NameValues& headers, std::initializer_list<std::string_view> reserved) {
   for (const auto& header : headers) {
-    const std::string name = lower(header.first);
+    const std::string name = ascii_lower(header.first);
     if (std::find(reserved.begin(), reserved.end(), name) != reserved.end()) {
       throw Error(ErrorKind::kUsage, "SigV4: header " + name + " is set by the signer; remove it from the request");
     }
@@ -216,7 +208,7 @@ std::string canonical_request(const SigningRequest& request, const std::vector<s
   std::string header_block;
   for (size_t i = 0; i < signed_header_names.size(); ++i) {
     const std::string& name = signed_header_names[i];
-    if (name != lower(name) || (i > 0 && !(signed_header_names[i - 1] < name))) {
+    if (name != ascii_lower(name) || (i > 0 && !(signed_header_names[i - 1] < name))) {
       throw Error(ErrorKind::kUsage, "SigV4: signed header names must be lower case, sorted and unique; got '" +
                                          join(signed_header_names, ';') + "'");
     }
@@ -336,9 +328,9 @@ std::string presign(const SigningRequest& request, const Credentials& credential
   const std::vector<std::string> names = signed_header_names_of(request.headers);
   added.emplace_back("X-Amz-SignedHeaders", join(names, ';'));
   for (const auto& parameter : request.query) {
-    const std::string name = lower(parameter.first);
+    const std::string name = ascii_lower(parameter.first);
     const bool ours = name == "x-amz-signature" || std::any_of(added.begin(), added.end(), [&](const auto& added_one) {
-                        return name == lower(added_one.first);
+                        return name == ascii_lower(added_one.first);
                       });
     if (ours) throw Error(ErrorKind::kUsage, "SigV4: query parameter " + parameter.first + " is set by the presigner");
   }
