@@ -36,10 +36,9 @@ int cmd_migrate(App& app, const Args& args) {
         .field("packs", result.packs)
         .field("packs_indexed", result.packs_indexed)
         .field("packs_already_indexed", result.packs_already_indexed)
-        .field("condemnations_removed", result.condemnations_removed);
-    j.key("not_indexed").begin_array();
-    for (const std::string& p : result.not_indexed) j.value(p);
-    j.end_array().end_object();
+        .field("condemnations_removed", result.condemnations_removed)
+        .field("not_indexed", result.not_indexed)
+        .end_object();
     std::cout << j.str() << "\n";
   } else if (result.made_as_format2) {
     app.say(where + " is format 2 already (made so by keel init --format 2): nothing to do");

@@ -40,7 +40,7 @@ struct PackRange {
   Id pack;
   uint64_t offset = 0;
   uint64_t length = 0;
-  std::vector<size_t> blobs;  // indexes into the caller's list, by offset
+  std::vector<size_t> blobs;  // indexes into the caller's list: by offset as planned; read hands them over in this order
 };
 
 // Sorts `blobs` by pack and offset and joins neighbours at most `gap` bytes

@@ -43,6 +43,28 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
                 if k.startswith("keel_gateway_requests_total") and
                 (any(f'"{op}"' in k for op in DELETING) or 'status="403"' in k)}
 
+    def store_refuses_carol(self, prefix):
+        """The attack on the store with carol's append credentials: deleting, overwriting
+        and overwriting with garbage (re-encrypting) a pack, a snapshot and the config, and a
+        batch delete; the gateway refuses each. Returns carol's client and the keys under prefix."""
+        carol = boto3_client(self.gateway, "http", access=CAROL[0], secret=CAROL[1])
+        keys = [o["Key"] for page in carol.get_paginator("list_objects_v2").paginate(Bucket="vault", Prefix=prefix)
+                for o in page.get("Contents", [])]
+        pack = next(k for k in keys if k.startswith(prefix + "packs/"))
+        snapshot_object = next(k for k in keys if k.startswith(prefix + "snapshots/"))
+        for attempt in (lambda: carol.delete_object(Bucket="vault", Key=pack),
+                        lambda: carol.delete_object(Bucket="vault", Key=snapshot_object),
+                        lambda: carol.put_object(Bucket="vault", Key=pack, Body=os.urandom(4096)),
+                        lambda: carol.put_object(Bucket="vault", Key=snapshot_object, Body=os.urandom(512)),
+                        lambda: carol.put_object(Bucket="vault", Key=prefix + "config", Body=b"garbage")):
+            error = error_of(attempt)["Error"]
+            self.assertEqual(error["Code"], "AccessDenied")
+            self.assertIn("append grant", error["Message"])
+        batch = {"Objects": [{"Key": k} for k in keys[:10]]}
+        self.assertEqual(error_of(lambda: carol.delete_objects(Bucket="vault", Delete=batch))["Error"]["Code"],
+                         "AccessDenied")
+        return carol, keys
+
     def test_append_only_backups_survive_the_attack(self):
         self.keel("init", user="alice")
         rng = random.Random(18)
@@ -70,20 +92,7 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
         self.restore_all_as_of(snapshots, source)
 
         # The attack, with carol's credentials.
-        carol = boto3_client(self.gateway, "http", access=CAROL[0], secret=CAROL[1])
-        keys = [o["Key"] for page in carol.get_paginator("list_objects_v2").paginate(Bucket="vault", Prefix="repo/")
-                for o in page.get("Contents", [])]
-        pack = next(k for k in keys if k.startswith("repo/packs/"))
-        snapshot_object = next(k for k in keys if k.startswith("repo/snapshots/"))
-        for attempt in (lambda: carol.delete_object(Bucket="vault", Key=pack),
-                        lambda: carol.put_object(Bucket="vault", Key=snapshot_object, Body=os.urandom(512)),
-                        lambda: carol.put_object(Bucket="vault", Key="repo/config", Body=b"garbage")):
-            error = error_of(attempt)["Error"]
-            self.assertEqual(error["Code"], "AccessDenied")
-            self.assertIn("append grant", error["Message"])
-        batch = {"Objects": [{"Key": k} for k in keys[:10]]}
-        self.assertEqual(error_of(lambda: carol.delete_objects(Bucket="vault", Delete=batch))["Error"]["Code"],
-                         "AccessDenied")
+        carol, _ = self.store_refuses_carol("repo/")
         # keel's own maintenance with the append credentials: refused before anything is
         # deleted or a lock taken (one the append grant could never remove again).
         for args in (("forget", "--keep-last", "1", "--prune", "--grace", "0s"),
@@ -126,23 +135,7 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
             snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))
         self.assertEqual(self.refused_requests(), refused_before, "an append-only backup tried to delete or overwrite")
 
-        carol = boto3_client(self.gateway, "http", access=CAROL[0], secret=CAROL[1])
-        keys = [o["Key"] for page in carol.get_paginator("list_objects_v2").paginate(Bucket="vault", Prefix="putonly/")
-                for o in page.get("Contents", [])]
-        pack = next(k for k in keys if k.startswith("putonly/packs/"))
-        snapshot_object = next(k for k in keys if k.startswith("putonly/snapshots/"))
-        # Delete, overwrite, overwrite with garbage (re-encrypt), a batch delete: the store refuses each.
-        for attempt in (lambda: carol.delete_object(Bucket="vault", Key=pack),
-                        lambda: carol.delete_object(Bucket="vault", Key=snapshot_object),
-                        lambda: carol.put_object(Bucket="vault", Key=pack, Body=os.urandom(4096)),
-                        lambda: carol.put_object(Bucket="vault", Key=snapshot_object, Body=os.urandom(512)),
-                        lambda: carol.put_object(Bucket="vault", Key="putonly/config", Body=b"garbage")):
-            error = error_of(attempt)["Error"]
-            self.assertEqual(error["Code"], "AccessDenied")
-            self.assertIn("append grant", error["Message"])
-        batch = {"Objects": [{"Key": k} for k in keys[:10]]}
-        self.assertEqual(error_of(lambda: carol.delete_objects(Bucket="vault", Delete=batch))["Error"]["Code"],
-                         "AccessDenied")
+        carol, keys = self.store_refuses_carol("putonly/")
         # No file name is on the store in the clear.
         for key in keys:
             self.assertNotIn(b"salaries", carol.get_object(Bucket="vault", Key=key)["Body"].read(), key)
