@@ -227,15 +227,9 @@ Bytes PackWriter::take_buffer() {
   return b;
 }
 
-// Keeps every part buffer that comes back. A buffer is only allocated when
-// none is free, so the writer never holds more than the budget let out at
-// once (plus the part being filled), and keeping them costs no peak memory.
-// Keeping two, as before, freed the rest to the kernel: each new part then
-// faulted in and cleared 9 MiB of fresh huge pages (with compaction), about
-// 0.15 CPU-s per GB of a first backup.
 void PackWriter::recycle(Bytes&& buffer) {
   std::lock_guard lock(free_mu_);
-  free_buffers_.push_back(std::move(buffer));
+  if (free_buffers_.size() < 2) free_buffers_.push_back(std::move(buffer));
 }
 
 void PackWriter::start_pack() {
