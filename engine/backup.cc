@@ -225,7 +225,13 @@ class BackupRun : public SourceSink {
   // stat time) would not fit, carrying its unchunked tail along.
   uint64_t read_file(const OpenFile& open, uint64_t size_hint, const std::shared_ptr<FileSlot>& file) {
     FileSlot& slot = *file;
-    walk_clock_.unclaimed();  // walking to this file; opening it counts as reading
+    // Opening and reading may wait for the disk, which the walker's laps
+    // (monotonic time) cannot tell from work: each read is measured on the
+    // thread's CPU clock, between flushes, not weighed by its wall time.
+    // The end-of-file read finds no data to wait for and is weighed, so a
+    // small file costs two clock reads, not four. Opening counts as reading.
+    walk_clock_.unclaimed();  // walking to this file
+    walk_clock_.flush();
     std::unique_ptr<FileReader> reader = open();
     const size_t capacity = read_buffers_.buffer_size();
     Xxh3Stream hash;
@@ -257,7 +263,7 @@ class BackupRun : public SourceSink {
       }
       if (emitted) clock.lap(Stage::kChunk);
     };
-    for (;;) {
+    for (bool first = true;; first = false) {
       check_cancel();
       const size_t room = capacity - end;
       // One byte more than the rest, so the end-of-file read needs no new buffer.
@@ -272,8 +278,11 @@ class BackupRun : public SourceSink {
         start = 0;
         buf = std::move(next);
       }
+      const bool may_wait = file_pos < size_hint;
+      if (may_wait && !first) clock.flush();
       Extent ext = reader->read(std::span<uint8_t>(buf.get() + end, capacity - end));
-      if (ext.length != 0) clock.lap(Stage::kRead);
+      clock.lap(Stage::kRead);
+      if (may_wait) clock.flush();
       if (ext.offset < file_pos) throw Error(ErrorKind::kFailure, "file reader went backwards");
       if (ext.offset > file_pos) {  // a hole: close the data before it
         cut(true);
