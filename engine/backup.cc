@@ -5,6 +5,7 @@
 #include <cstring>
 #include <deque>
 #include <thread>
+#include <utility>
 
 #include "engine/blob_codec.h"
 #include "engine/catalog_copy.h"
@@ -34,6 +35,11 @@ constexpr size_t kReadSize = 8u << 20;
 // Trees cached in the catalog per transaction.
 constexpr size_t kTreesPerTransaction = 1024;
 
+// Chunks go to the workers in batches of up to this many bytes or chunks:
+// a task per chunk cost a wake-up and a context switch per small file.
+constexpr size_t kBatchBytes = 1u << 20;
+constexpr size_t kBatchChunks = 64;
+
 bool all_zero(ByteView data) {
   return !data.empty() && data[0] == 0 && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0;
 }
@@ -60,6 +66,14 @@ struct FileSlot {
 
 struct DirSlot {
   Id tree;
+};
+
+// A chunk a worker is to store: it lies in `buf`, and names `ref` of `file`.
+struct ChunkJob {
+  std::shared_ptr<FileSlot> file;
+  std::shared_ptr<PendingRef> ref;
+  std::shared_ptr<uint8_t[]> buf;
+  ByteView data;
 };
 
 struct PendingEntry {
@@ -107,6 +121,9 @@ class BackupRun : public SourceSink {
   // Walks the source and returns the root tree once every blob is durable.
   Id run(Source& source) {
     source.walk(*this);
+    submit_batch();
+    walk_clock_.unclaimed();
+    walk_clock_.flush();  // the backup's account is read before this run ends
     if (!stack_.empty()) throw Error(ErrorKind::kFailure, "source ended inside a directory");
     if (!root_) throw Error(ErrorKind::kFailure, "source produced no root directory");
     finalize_dirs(/*all=*/true);
@@ -208,7 +225,13 @@ class BackupRun : public SourceSink {
   // stat time) would not fit, carrying its unchunked tail along.
   uint64_t read_file(const OpenFile& open, uint64_t size_hint, const std::shared_ptr<FileSlot>& file) {
     FileSlot& slot = *file;
-    StageClock clock(&progress_.stage_cpu);  // opening counts as reading
+    // Opening and reading may wait for the disk, which the walker's laps
+    // (monotonic time) cannot tell from work: each read is measured on the
+    // thread's CPU clock, between flushes, not weighed by its wall time.
+    // The end-of-file read finds no data to wait for and is weighed, so a
+    // small file costs two clock reads, not four. Opening counts as reading.
+    walk_clock_.unclaimed();  // walking to this file
+    walk_clock_.flush();
     std::unique_ptr<FileReader> reader = open();
     const size_t capacity = read_buffers_.buffer_size();
     Xxh3Stream hash;
@@ -219,6 +242,7 @@ class BackupRun : public SourceSink {
     std::shared_ptr<uint8_t[]> buf = std::move(read_buf_);
     size_t start = read_buf_used_, end = start;  // unchunked data: buf[start, end)
     uint64_t file_pos = 0;                       // file offset of buf[end]
+    StageClock& clock = walk_clock_;
     // However this ends, the next file reads after what this one wrote:
     // workers may still be reading its chunks.
     struct KeepBuffer {
@@ -228,8 +252,6 @@ class BackupRun : public SourceSink {
       ~KeepBuffer() { run.keep_read_buffer(std::move(buf), end); }
     } keep{*this, buf, end};
 
-    // Laps only where there was work: a small file is then timed with four
-    // clock reads (open and read, hash, chunk), not six.
     auto cut = [&](bool final) {
       bool emitted = false;
       while (start < end) {
@@ -241,20 +263,26 @@ class BackupRun : public SourceSink {
       }
       if (emitted) clock.lap(Stage::kChunk);
     };
-    for (;;) {
+    for (bool first = true;; first = false) {
       check_cancel();
       const size_t room = capacity - end;
       // One byte more than the rest, so the end-of-file read needs no new buffer.
       if (room == 0 || (room < kReadSize && room <= size_hint - std::min(size_hint, file_pos))) {
         // Carry the unchunked tail (under one max-size chunk) to a fresh buffer.
+        // Chunks of the batch may pin the buffers: the pool waits for them.
+        submit_batch();
         auto next = read_buffers_.get();
+        clock.skip();
         std::memcpy(next.get(), buf.get() + start, end - start);
         end -= start;
         start = 0;
         buf = std::move(next);
       }
+      const bool may_wait = file_pos < size_hint;
+      if (may_wait && !first) clock.flush();
       Extent ext = reader->read(std::span<uint8_t>(buf.get() + end, capacity - end));
-      if (ext.length != 0) clock.lap(Stage::kRead);
+      clock.lap(Stage::kRead);
+      if (may_wait) clock.flush();
       if (ext.offset < file_pos) throw Error(ErrorKind::kFailure, "file reader went backwards");
       if (ext.offset > file_pos) {  // a hole: close the data before it
         cut(true);
@@ -299,26 +327,45 @@ class BackupRun : public SourceSink {
     auto ref = std::make_shared<PendingRef>();
     ref->ref.length = length;
     file->refs.push_back(ref);
-    chunk_budget_.acquire(length);
     file->pending.fetch_add(1);
+    batch_.push_back({file, std::move(ref), buf, data});
+    batch_bytes_ += length;
+    if (batch_bytes_ >= kBatchBytes || batch_.size() >= kBatchChunks) submit_batch();
+  }
+
+  // Hands the batched chunks to a worker. Called before the walker waits
+  // for any file to finish, or for a pool buffer the batch may pin.
+  void submit_batch() {
+    if (batch_.empty()) return;
+    walk_clock_.lap(Stage::kChunk);
+    const size_t bytes = std::exchange(batch_bytes_, 0);
+    chunk_budget_.acquire(bytes);
     work_.started();
-    workers_.submit(work_.wrap([this, buf, data, ref, file] {
+    workers_.submit(work_.wrap([this, jobs = std::exchange(batch_, {}), bytes] {
+      // Every chunk's file hears it is done, stored or not (a failed chunk
+      // fails the run, whose walker may be waiting on any of these files).
+      size_t next = 0;
       struct Done {
         BackupRun& run;
-        FileSlot& slot;
-        size_t n;
+        const std::vector<ChunkJob>& jobs;
+        size_t& next;
+        size_t bytes;
         ~Done() {
-          run.chunk_budget_.release(n);
-          slot.chunk_done();
+          for (; next < jobs.size(); ++next) jobs[next].file->chunk_done();
+          run.chunk_budget_.release(bytes);
         }
-      } done{*this, *file, data.size()};
-      store_chunk(data, ref->ref);
+      } done{*this, jobs, next, bytes};
+      StageClock clock(&progress_.stage_cpu);
+      for (; next < jobs.size(); ++next) {
+        store_chunk(jobs[next].data, jobs[next].ref->ref, clock);
+        jobs[next].file->chunk_done();
+      }
     }));
+    walk_clock_.skip();  // waiting for budget or queue room is no stage's
   }
 
   // Runs on a worker: names, dedupes, compresses, seals and packs a chunk.
-  void store_chunk(ByteView data, ContentRef& ref) {
-    StageClock clock(&progress_.stage_cpu);
+  void store_chunk(ByteView data, ContentRef& ref, StageClock& clock) {
     ref.chunk = chunk_id(repo_, data);
     const bool claimed = index_.claim(ref.chunk);  // dedupe: only the first of equal chunks is stored
     clock.lap(Stage::kHash);
@@ -336,6 +383,7 @@ class BackupRun : public SourceSink {
   // before their parents). Without `all`, stops at the first directory
   // whose files are still being stored.
   void finalize_dirs(bool all) {
+    if (all) submit_batch();
     while (!closed_.empty()) {
       DirFrame& dir = *closed_.front();
       for (PendingEntry& e : dir.entries) {
@@ -420,6 +468,9 @@ class BackupRun : public SourceSink {
   BufferPool read_buffers_;
   std::shared_ptr<uint8_t[]> read_buf_;  // the buffer the next file reads into, from read_buf_used_ on
   size_t read_buf_used_ = 0;
+  std::vector<ChunkJob> batch_;  // chunks cut but not yet handed to a worker
+  size_t batch_bytes_ = 0;
+  StageClock walk_clock_{&progress_.stage_cpu};  // the walker's (this run's calling thread)
   TaskGroup work_;
   // Destroyed in reverse: chunk workers are joined first (their tasks use
   // the pack writer), then the pack writer waits for its uploads, and the
