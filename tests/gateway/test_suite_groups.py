@@ -289,10 +289,10 @@ class SuiteGroupsTest(unittest.TestCase):
     def test_presigned_url_lifetime_out_of_range_is_access_denied(self):
         bucket = self.new_bucket()
         self.s3.put_object(Bucket=bucket, Key="k", Body=b"v")
-        for seconds in (0, -7, 604801):
-            url = self.s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"},
-                                                 ExpiresIn=seconds)
-            answer = requests.get(url, timeout=10)
+        signed = self.s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"}, ExpiresIn=600)
+        self.assertIn("X-Amz-Expires=600&", signed)
+        for seconds in (0, -7, 604801):  # set in the URL: some botocore versions refuse to sign these
+            answer = requests.get(signed.replace("X-Amz-Expires=600&", f"X-Amz-Expires={seconds}&"), timeout=10)
             self.assertEqual((answer.status_code, "<Code>AccessDenied</Code>" in answer.text), (403, True), seconds)
         url = self.s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"}, ExpiresIn=100000)
         self.assertEqual(requests.get(url, timeout=10).content, b"v")
