@@ -32,7 +32,9 @@ std::time_t parse_rfc1123_date(const std::string& text) {
     return -1;
   }
   const std::string_view zone = rest.substr(21);
-  if (zone != "GMT" && zone != "+0000" && zone != "UTC" && zone != "Z") return -1;
+  // "-0000" is RFC 5322's UTC of unknown local offset: what Python's email.utils.formatdate()
+  // writes, so botocore's SigV4 sends it in Date when a caller set a Date header.
+  if (zone != "GMT" && zone != "+0000" && zone != "-0000" && zone != "UTC" && zone != "Z") return -1;
   const auto number = [&](size_t at, size_t length) {
     int value = 0;
     for (size_t i = at; i < at + length; ++i) {

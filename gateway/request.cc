@@ -25,10 +25,10 @@ std::string host_without_port(std::string_view host) {
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 20> kUnsupportedSubresources = {
+constexpr std::array<std::string_view, 19> kUnsupportedSubresources = {
     "accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
     "lifecycle", "logging", "metrics", "notification",
-    "policyStatus", "replication", "requestPayment", "restore", "select",
+    "replication", "requestPayment", "restore", "select",
     "tagging", "torrent", "website", "session", "renameObject",
 };
 
@@ -46,7 +46,7 @@ void refuse_unsupported_subresources(const S3Request& request) {
   throw S3Error("MethodNotAllowed", request.method + " is not allowed on " + request.resource());
 }
 
-// ?acl, ?policy, ?ownershipControls and ?publicAccessBlock on a bucket.
+// ?acl, ?policy, ?policyStatus, ?ownershipControls and ?publicAccessBlock on a bucket.
 std::optional<Operation> route_bucket_access(const S3Request& r) {
   struct Subresource {
     std::string_view name;
@@ -61,6 +61,11 @@ std::optional<Operation> route_bucket_access(const S3Request& r) {
       {"publicAccessBlock", Operation::kGetPublicAccessBlock, Operation::kPutPublicAccessBlock,
        Operation::kDeletePublicAccessBlock},
   }};
+  // GetBucketPolicyStatus is answered by the GetBucketPolicy handler (a view of the policy).
+  if (r.has_query("policyStatus")) {
+    if (r.method != "GET") method_not_allowed(r);
+    return Operation::kGetBucketPolicy;
+  }
   for (const auto& s : kSubresources) {
     if (!r.has_query(s.name)) continue;
     if (r.method == "GET") return s.get;

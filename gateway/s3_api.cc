@@ -182,6 +182,12 @@ std::shared_ptr<S3Api::Bucket> S3Api::bucket_for(const Call& call, Access needed
   }
   if (!bucket) throw S3Error("NoSuchBucket", "the bucket '" + call.request.bucket + "' does not exist");
   authorize(call, *bucket, needed);
+  // x-amz-expected-bucket-owner: a client's guard against writing into a bucket someone else
+  // re-created under the name. The owner as ACLs name it (canonical id), or the user's name.
+  const std::string expected = call.request.header("x-amz-expected-bucket-owner");
+  if (!expected.empty() && expected != canonical_id(bucket->record.owner) && expected != bucket->record.owner) {
+    throw S3Error("AccessDenied", "the bucket '" + bucket->record.name + "' is not owned by " + expected);
+  }
   return bucket;
 }
 
@@ -356,8 +362,14 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
     throw S3Error("InvalidArgument", "x-amz-bucket-object-lock-enabled must be true or false");
   }
   const bool object_lock = lock_header == "true";
-  return small_body(call, [this, name = call.request.bucket, user = call.user.name,
-                           object_lock](const std::string& body) {
+  const std::string ownership = call.request.header("x-amz-object-ownership");
+  if (!ownership.empty() && ownership != "BucketOwnerEnforced" && ownership != "BucketOwnerPreferred" &&
+      ownership != "ObjectWriter") {
+    throw S3Error("InvalidArgument", "x-amz-object-ownership must be BucketOwnerEnforced, BucketOwnerPreferred or "
+                                     "ObjectWriter, not '" + ownership + "'");
+  }
+  return small_body(call, [this, name = call.request.bucket, user = call.user.name, object_lock,
+                           ownership](const std::string& body) {
     if (!body.empty()) {
       const auto tree = read_xml_body(body);
       const std::string location = xml_value(tree, "CreateBucketConfiguration.LocationConstraint");
@@ -383,8 +395,10 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
       record.path = config_.api_bucket_repository->location;
       record.mode = bucket_mode_name(BucketMode::kDedupe);
     }
-    add_bucket(record, {});
+    // The bucket's row first, then its settings: a bucket name whose row is missing has none.
     metadata_.put_bucket(record);
+    if (!ownership.empty()) access_store_.set_setting(name, "ownership", ownership);
+    add_bucket(record, {});
     Response r;
     r.headers.emplace_back("location", "/" + name);
     return r;

@@ -33,6 +33,7 @@ constexpr std::array kCodes = {
     CodeStatus{"InternalError", 500},
     CodeStatus{"InvalidAccessKeyId", 403},
     CodeStatus{"InvalidArgument", 400},
+    CodeStatus{"InvalidBucketAclWithObjectOwnership", 400},
     CodeStatus{"InvalidBucketState", 409},
     CodeStatus{"InvalidBucketName", 400},
     CodeStatus{"InvalidDigest", 400},
@@ -68,6 +69,7 @@ constexpr std::array kCodes = {
     CodeStatus{"RequestTimeTooSkewed", 403},
     CodeStatus{"SignatureDoesNotMatch", 403},
     CodeStatus{"UnexpectedContent", 400},
+    CodeStatus{"UnresolvableGrantByEmailAddress", 400},
     CodeStatus{"XAmzContentSHA256Mismatch", 400},
 };
 

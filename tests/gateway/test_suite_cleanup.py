@@ -30,8 +30,9 @@ def tearDownModule():
 
 def version_pages(s3, bucket):
     """Pages of {'Key', 'VersionId'} from ListObjectVersions, following the
-    Next markers exactly as returned (a missing one would break the call)."""
-    args = {"Bucket": bucket, "MaxKeys": PAGE}
+    Next markers exactly as returned (a missing one would break the call); the
+    first page is asked with empty markers, as such a suite asks it."""
+    args = {"Bucket": bucket, "MaxKeys": PAGE, "KeyMarker": "", "VersionIdMarker": ""}
     while True:
         page = s3.list_object_versions(**args)
         entries = page.get("Versions", []) + page.get("DeleteMarkers", [])
@@ -215,6 +216,24 @@ class SuiteCleanupTest(unittest.TestCase):
         self.assertNotIn(shared, [b["Name"] for b in self.bob.list_buckets()["Buckets"]])
         self.assertNotIn(mine, [b["Name"] for b in self.s3.list_buckets()["Buckets"]])
         self.assert_cleaned()
+
+    def test_older_cleanup_one_delete_at_a_time(self):
+        """The older form of such a cleanup: ListObjects (one page) and a plain DeleteObject of
+        each key, then DeleteObject of each version and of each delete marker by id."""
+        bucket = self.bucket()
+        self.s3.put_object(Bucket=bucket, Key="_ ", Body=b"null version")
+        self.s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        for key in ODD_KEYS[:6]:
+            self.s3.put_object(Bucket=bucket, Key=key, Body=b"v")
+        self.s3.delete_object(Bucket=bucket, Key="_")
+        self.s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"})
+        self.s3.put_object(Bucket=bucket, Key="_ ", Body=b"null again")
+        for key in [o["Key"] for o in self.s3.list_objects(Bucket=bucket).get("Contents", [])]:
+            self.s3.delete_object(Bucket=bucket, Key=key)
+        for kind in ("Versions", "DeleteMarkers"):
+            for entry in self.s3.list_object_versions(Bucket=bucket).get(kind, []):
+                self.s3.delete_object(Bucket=bucket, Key=entry["Key"], VersionId=entry["VersionId"])
+        self.s3.delete_bucket(Bucket=bucket)
 
     def test_bucket_deleted_twice_answers_no_such_bucket(self):
         bucket = self.bucket()

@@ -232,6 +232,71 @@ class SuiteGroupsTest(unittest.TestCase):
             "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*",
             "Condition": {"StringEquals": {"s3:x-amz-server-side-encryption": "AES256"}}}}))), "MalformedPolicy")
 
+    def test_ownership_on_create_policy_status_expected_owner(self):
+        s3, code = self.s3, self.code
+        enforced = self.new_bucket(ObjectOwnership="BucketOwnerEnforced")
+        self.assertEqual(s3.get_bucket_ownership_controls(Bucket=enforced)["OwnershipControls"]["Rules"],
+                         [{"ObjectOwnership": "BucketOwnerEnforced"}])
+        writer = self.new_bucket(ObjectOwnership="ObjectWriter", ACL="public-read")
+        self.assertEqual(s3.get_bucket_ownership_controls(Bucket=writer)["OwnershipControls"]["Rules"],
+                         [{"ObjectOwnership": "ObjectWriter"}])
+        self.assertEqual(code(lambda: self.new_bucket(ObjectOwnership="BucketOwnerEnforced", ACL="public-read")),
+                         "InvalidBucketAclWithObjectOwnership")
+        self.new_bucket(ObjectOwnership="BucketOwnerEnforced", ACL="private")
+        self.assertEqual(code(lambda: self.new_bucket(ObjectOwnership="Nobody")), "InvalidArgument")
+
+        # GetBucketPolicyStatus: public by ACL (not under BucketOwnerEnforced) or by a policy for everyone.
+        def public(bucket):
+            return s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"]
+        plain = self.new_bucket()
+        self.assertFalse(public(plain))
+        self.assertTrue(public(writer))
+        self.assertFalse(public(enforced))
+        s3.put_bucket_acl(Bucket=plain, ACL="authenticated-read")
+        self.assertTrue(public(plain))
+        s3.put_bucket_acl(Bucket=plain, ACL="private")
+        statement = {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "s3:ListBucket",
+                     "Resource": f"arn:aws:s3:::{plain}"}
+        s3.put_bucket_policy(Bucket=plain, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+            dict(statement, Condition={"IpAddress": {"aws:SourceIp": "10.0.0.0/32"}})]}))
+        self.assertFalse(public(plain))
+        s3.put_bucket_policy(Bucket=plain, Policy=json.dumps({"Version": "2012-10-17", "Statement": [statement]}))
+        self.assertTrue(public(plain))
+        self.assertEqual(code(lambda: self.bob.get_bucket_policy_status(Bucket=plain)), "AccessDenied")
+
+        # x-amz-expected-bucket-owner: the canonical id (or the user's name) of the bucket's owner.
+        s3.put_object(Bucket=plain, Key="k", Body=b"v")
+        alice = s3.list_buckets()["Owner"]["ID"]
+        s3.head_bucket(Bucket=plain, ExpectedBucketOwner=alice)
+        self.assertEqual(s3.get_object(Bucket=plain, Key="k", ExpectedBucketOwner=alice)["Body"].read(), b"v")
+        bob = self.bob.list_buckets()["Owner"]["ID"]
+        self.assertEqual(error_of(lambda: s3.head_bucket(Bucket=plain, ExpectedBucketOwner=bob))
+                         ["ResponseMetadata"]["HTTPStatusCode"], 403)
+        self.assertEqual(code(lambda: s3.put_object(Bucket=plain, Key="k", Body=b"w", ExpectedBucketOwner=bob)),
+                         "AccessDenied")
+        self.assertEqual(s3.get_object(Bucket=plain, Key="k")["Body"].read(), b"v")
+
+        # Users have no e-mail addresses: a grant to one names nobody.
+        acl = s3.get_bucket_acl(Bucket=plain)
+        by_email = {"Grantee": {"EmailAddress": "nobody@example.invalid", "Type": "AmazonCustomerByEmail"},
+                    "Permission": "READ"}
+        self.assertEqual(code(lambda: s3.put_bucket_acl(Bucket=plain, AccessControlPolicy={
+            "Owner": acl["Owner"], "Grants": acl["Grants"] + [by_email]})), "UnresolvableGrantByEmailAddress")
+        self.assertEqual(code(lambda: s3.put_object(Bucket=plain, Key="k", Body=b"w",
+                                                    GrantRead='emailAddress="nobody@example.invalid"')),
+                         "UnresolvableGrantByEmailAddress")
+
+    def test_presigned_url_lifetime_out_of_range_is_access_denied(self):
+        bucket = self.new_bucket()
+        self.s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+        signed = self.s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"}, ExpiresIn=600)
+        self.assertIn("X-Amz-Expires=600&", signed)
+        for seconds in (0, -7, 604801):  # set in the URL: some botocore versions refuse to sign these
+            answer = requests.get(signed.replace("X-Amz-Expires=600&", f"X-Amz-Expires={seconds}&"), timeout=10)
+            self.assertEqual((answer.status_code, "<Code>AccessDenied</Code>" in answer.text), (403, True), seconds)
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"}, ExpiresIn=100000)
+        self.assertEqual(requests.get(url, timeout=10).content, b"v")
+
 
 class DedupeSuiteGroupsTest(SuiteGroupsTest):
     mode = "dedupe"

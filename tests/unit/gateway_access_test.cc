@@ -75,6 +75,9 @@ TEST_CASE("acl: grant headers, documents and the stored form", "[gateway][acl]")
         }) == "InvalidRequest");
   CHECK(error_code([] {
           acl_from_headers(with_headers({{"x-amz-grant-read", "emailAddress=\"a@b\""}}), "a", "a", kUsers);
+        }) == "UnresolvableGrantByEmailAddress");  // users have no e-mail addresses
+  CHECK(error_code([] {
+          acl_from_headers(with_headers({{"x-amz-grant-read", "nickname=\"a\""}}), "a", "a", kUsers);
         }) == "InvalidArgument");
   // S3 also takes an unquoted id; a user's name stands for its canonical id.
   const auto unquoted = acl_from_headers(

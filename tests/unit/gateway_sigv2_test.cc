@@ -121,6 +121,7 @@ TEST_CASE("sigv2: subresources, amz headers and errors", "[gateway][sigv2]") {
 TEST_CASE("http dates: RFC 1123 forms", "[gateway][sigv2]") {
   CHECK(parse_http_date("Tue, 27 Mar 2007 21:00:02 GMT") == kMarch27);
   CHECK(parse_http_date("Tue, 27 Mar 2007 21:00:02 +0000") == kMarch27);
+  CHECK(parse_http_date("Tue, 27 Mar 2007 21:00:02 -0000") == kMarch27);  // Python's email.utils.formatdate()
   CHECK(parse_http_date("Tue, 27 Foo 2007 21:00:02 GMT") == -1);
   CHECK(parse_http_date("27 Mar 2007 21:00:02 GMT") == -1);
   CHECK(parse_http_date("Tue, 27 Mar 2007 21:00:02 +0200") == -1);

@@ -246,6 +246,17 @@ TEST_CASE("sigv4 verify: presigned URLs, their expiry and tampering", "[gateway]
   CHECK(auth.user->name == "other");
   CHECK(auth.payload == PayloadKind::kUnsigned);
   CHECK(error_code([&] { authenticate(request, kUsers, now + 301); }) == "AccessDenied");
+  // X-Amz-Expires out of 1..604800 is refused as an expired URL would be; one that is no number is malformed.
+  for (const std::string expires : {"0", "-7", "604801", "99999999"}) {
+    std::string out_of_range = target;
+    out_of_range.replace(out_of_range.find("X-Amz-Expires=300"), 17, "X-Amz-Expires=" + expires);
+    CHECK(error_code([&] { authenticate(parse_request("GET", out_of_range, headers, {}), kUsers, now); }) ==
+          "AccessDenied");
+  }
+  std::string not_a_number = target;
+  not_a_number.replace(not_a_number.find("X-Amz-Expires=300"), 17, "X-Amz-Expires=3e2");
+  CHECK(error_code([&] { authenticate(parse_request("GET", not_a_number, headers, {}), kUsers, now); }) ==
+        "AuthorizationQueryParametersError");
   std::string other_key = target;
   other_key.replace(other_key.find("file.txt"), 8, "file.txu");
   CHECK(error_code([&] { authenticate(parse_request("GET", other_key, headers, {}), kUsers, now); }) ==
