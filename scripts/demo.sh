@@ -9,13 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
 # The demo's build is a first run's wait, so it is cut for compile time
-# (docs/packaging.md#the-demo-timed): the optimization of the tested
+# (docs/packaging.md#the-demo-timed; the "demo" preset in CMakePresets.json,
+# which scripts/check_unity.sh checks in CI): the optimization of the tested
 # RelWithDebInfo build (-O2) without its debug info (-g: more than half the
 # compile's CPU and a 296 MB binary), and a unity build, which parses the
 # headers (Boost, the engine's) once per batch of 16 files instead of once per file.
-cmake -S . -B build-demo -G Ninja -DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" \
-  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null
+cmake --preset demo >/dev/null
 ninja -C build-demo keel >/dev/null
 
 demo=$(realpath -m "${KEEL_DEMO_DIR:-.demo}")
