@@ -456,9 +456,9 @@ std::unique_ptr<RequestBody> S3Api::put_ownership_controls(const Call& call) {
   return small_body(call, [this, bucket](const std::string& body) {
     const auto tree = read_xml_body(body);
     const std::string ownership = xml_value(tree, "OwnershipControls.Rule.ObjectOwnership");
-    if (ownership != "BucketOwnerEnforced" && ownership != "BucketOwnerPreferred" && ownership != "ObjectWriter") {
-      throw S3Error("MalformedXML", "ObjectOwnership must be BucketOwnerEnforced, BucketOwnerPreferred or "
-                                    "ObjectWriter, not '" + ownership + "'");
+    if (!is_object_ownership(ownership)) {
+      throw S3Error("MalformedXML",
+                    "ObjectOwnership must be " + std::string(kObjectOwnershipChoices) + ", not '" + ownership + "'");
     }
     store_access_setting(*bucket, "ownership", ownership);
     return Response{};

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "gateway/acl.h"
 #include "gateway/bucket_policy.h"
@@ -17,6 +18,12 @@ struct PublicAccessBlock {
   bool block_public_policy = false;
   bool restrict_public_buckets = false;
 };
+
+// S3's ObjectOwnership settings, as CreateBucket's header and PutBucketOwnershipControls take them.
+inline constexpr std::string_view kObjectOwnershipChoices = "BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter";
+inline bool is_object_ownership(std::string_view value) {
+  return value == "BucketOwnerEnforced" || value == "BucketOwnerPreferred" || value == "ObjectWriter";
+}
 
 struct BucketAccessRules {
   std::optional<Acl> acl;  // none: the owner's FULL_CONTROL only

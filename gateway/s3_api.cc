@@ -363,10 +363,9 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
   }
   const bool object_lock = lock_header == "true";
   const std::string ownership = call.request.header("x-amz-object-ownership");
-  if (!ownership.empty() && ownership != "BucketOwnerEnforced" && ownership != "BucketOwnerPreferred" &&
-      ownership != "ObjectWriter") {
-    throw S3Error("InvalidArgument", "x-amz-object-ownership must be BucketOwnerEnforced, BucketOwnerPreferred or "
-                                     "ObjectWriter, not '" + ownership + "'");
+  if (!ownership.empty() && !is_object_ownership(ownership)) {
+    throw S3Error("InvalidArgument", "x-amz-object-ownership must be " + std::string(kObjectOwnershipChoices) +
+                                         ", not '" + ownership + "'");
   }
   return small_body(call, [this, name = call.request.bucket, user = call.user.name, object_lock,
                            ownership](const std::string& body) {
