@@ -387,18 +387,6 @@ class SqliteCatalog final : public Catalog {
     return found;
   }
 
-  std::vector<BlobLocation> blob_copies(const Id& blob) override {
-    std::lock_guard lock(mutex_);
-    StatementScope s(db_.cached(
-        "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
-        " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no WHERE b.id = ?"
-        " ORDER BY p.condemned IS NOT NULL, b.pack_no"));
-    s->bind_blob(1, blob.view());
-    std::vector<BlobLocation> copies;
-    while (s->step()) copies.push_back(BlobLocation{column_id(*s, 0), read_blob(*s, 1)});
-    return copies;
-  }
-
   std::vector<BlobRecord> blobs_in_pack(const Id& pack) override {
     std::lock_guard lock(mutex_);
     StatementScope s(db_.cached(

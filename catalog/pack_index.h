@@ -68,8 +68,6 @@ class PackIndex {
   // find_blob for many, in one read transaction: a consistent view, and no
   // file-lock round trip per blob (restore planning looks up every chunk).
   virtual std::vector<std::optional<BlobLocation>> find_blobs(std::span<const Id> blobs) = 0;
-  // Every location of a blob, in find_blob's order of preference.
-  virtual std::vector<BlobLocation> blob_copies(const Id& blob) = 0;
   // Every blob indexed in the pack (copies held elsewhere too included).
   virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
   // Every blob a backup may dedupe against (those in condemned packs are

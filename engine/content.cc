@@ -103,19 +103,9 @@ Bytes Content::read(const Id& blob) {
     sealed.resize(loc->blob.stored_length);
     fetch(target_, loc->pack, loc->blob.offset, sealed);
   }
-  return open_copy(*loc, sealed);
-}
-
-Bytes Content::read_copy(const catalog::BlobLocation& loc) {
-  Bytes sealed(loc.blob.stored_length);
-  fetch(target_, loc.pack, loc.blob.offset, sealed);
-  return open_copy(loc, sealed);
-}
-
-Bytes Content::open_copy(const catalog::BlobLocation& loc, ByteView sealed) {
   Bytes raw, scratch;
-  ByteView out = open_checked(keys_.blob_key(loc.pack), target_, loc.pack, loc.blob,
-                              checked(target_, loc.pack, loc.blob, sealed, loc.blob.offset), raw, scratch);
+  ByteView out = open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob,
+                              checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw, scratch);
   return out.data() == raw.data() ? std::move(raw) : Bytes(out.begin(), out.end());
 }
 

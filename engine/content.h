@@ -95,9 +95,6 @@ class Content {
   // One blob, located through the index, checked and opened. Throws
   // Error(kNotFound) if it is not indexed, Error(kIntegrity) if damaged.
   Bytes read(const Id& blob);
-  // The blob at this location, checked and opened; Error(kNotFound) if its
-  // pack is gone (no other copy is tried).
-  Bytes read_copy(const catalog::BlobLocation& loc);
 
   // Reads `ranges` (plan_reads over `blobs`, in any order the caller chose)
   // on parallel readers and hands every blob they cover to `sink`. Throws
@@ -123,8 +120,6 @@ class Content {
   // The blob's current location after its pack was found missing, if the
   // index now has it elsewhere.
   std::optional<catalog::BlobLocation> relocate(const Id& missing_pack, std::span<const Id> blobs, const Id& blob);
-  // The fetched stored bytes of the blob at `loc`, checked and opened.
-  Bytes open_copy(const catalog::BlobLocation& loc, ByteView sealed);
   // The blobs of a range whose pack is gone, each from where the index has it now.
   void read_relocated(const PackRange& range, std::span<const catalog::BlobLocation> blobs, BlobForm form,
                       BlobSink& sink, const Error& missing);

@@ -14,6 +14,7 @@
 #include "engine/public_seal.h"
 #include "engine/repository_records.h"
 #include "engine/sealed_object.h"
+#include "engine/verified_blob.h"
 #include "targets/retention_guard.h"
 #include "util/codec.h"
 #include "util/error.h"
@@ -444,37 +445,11 @@ std::optional<Tree> Repository::cached_tree(const Id& id) {
   return Tree::decode(*body, "tree " + id.short_hex());
 }
 
-Bytes Repository::read_verified_blob(const Id& id, const std::optional<Id>& not_in) {
-  std::string failures;
-  auto failed = [&](const std::string& why) { failures += (failures.empty() ? "" : "; ") + why; };
-  if (!not_in) {
-    try {
-      Bytes raw = read_blob(id);  // finds a pack another host's prune deleted meanwhile
-      if (keyed_id(keys_.id, raw) == id) return raw;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kIntegrity) throw;
-    }
-  }
-  for (const catalog::BlobLocation& copy : catalog_->blob_copies(id)) {
-    if (not_in && copy.pack == *not_in) continue;
-    try {
-      Bytes raw = content_->read_copy(copy);
-      if (keyed_id(keys_.id, raw) == id) return raw;
-      failed("the copy in pack " + copy.pack.hex() + " does not hash to its id");
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
-      failed(e.what());
-    }
-  }
-  if (failures.empty()) throw Error(ErrorKind::kNotFound, "blob " + id.short_hex() + " has no copy in the index of " + target_->describe());
-  throw Error(ErrorKind::kIntegrity, "blob " + id.hex() + ": no copy is that blob (" + failures + ")");
-}
-
 Tree Repository::load_tree(const Id& id) {
   if (std::optional<Tree> tree = cached_tree(id)) return *tree;
   std::string what = "tree " + id.short_hex();
   // Verified: a false copy would stop prune's marking and every restore.
-  Bytes body = read_verified_blob(id);
+  Bytes body = read_verified_blob(*this, id);
   Tree tree = Tree::decode(body, what);
   catalog_->put_tree(id, body);
   return tree;

@@ -91,14 +91,6 @@ class Repository {
   Content& content() { return *content_; }
   // One blob, located through the catalog (Content::read).
   Bytes read_blob(const Id& id) { return content_->read(id); }
-  // One blob whose plaintext hashes to its id: the copy read_blob reads if
-  // it does, else the first other copy that does (with `not_in`, no copy in
-  // that pack, and the preferred one is not tried first). A copy may be
-  // false: a put-only or stolen key can write a pack of garbage under real
-  // blob ids that authenticates under its own blob key. Throws
-  // Error(kIntegrity) naming every copy if none does, Error(kNotFound) if
-  // there is none.
-  Bytes read_verified_blob(const Id& id, const std::optional<Id>& not_in = std::nullopt);
   Tree load_tree(const Id& id);  // catalog first, else from its pack (cached back)
   std::optional<Tree> cached_tree(const Id& id);  // the catalog's copy alone
   // Stores a tree's body in the catalog (the caller stores the blob).

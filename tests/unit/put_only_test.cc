@@ -182,9 +182,17 @@ TEST_CASE("prune deletes no pack whose blobs a forged copy and condemnation clai
   for (const catalog::PackRecord& p : full->catalog().list_packs()) real_packs.insert(p.id);
   REQUIRE_FALSE(real_packs.empty());
 
+  // Before: prune deleted the real packs of data the false copies claim
+  // (they counted as kept elsewhere), and failed on a false tree once it
+  // was the copy read.
+  bool forge_trees = false;
+  SECTION("false copies of the data") {}
+  SECTION("false copies of the data and the trees") { forge_trees = true; }
   auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
   std::vector<catalog::BlobLocation> blobs;
-  put->catalog().for_each_blob_location([&](const catalog::BlobLocation& loc) { blobs.push_back(loc); });
+  put->catalog().for_each_blob_location([&](const catalog::BlobLocation& loc) {
+    if (forge_trees || loc.blob.type == catalog::BlobType::kData) blobs.push_back(loc);
+  });
   REQUIRE_FALSE(blobs.empty());
   {
     PackOutput output(put->content(), put->config().pack_size, 1 << 20, 2);
@@ -217,9 +225,12 @@ TEST_CASE("prune deletes no pack whose blobs a forged copy and condemnation clai
   for (const Id& pack : real_packs) {
     INFO("pack " << pack.hex());
     CHECK(objects.count(pack_key(pack)) == 1);
-    bool named = std::any_of(result.warnings.begin(), result.warnings.end(), [&](const std::string& w) {
-      return w.find("pack " + pack.hex() + " was not deleted") != std::string::npos;
-    });
-    CHECK(named);
   }
+  // Each pack kept for a false copy is named (one that holds the only copy
+  // of a tree is simply taken back into use).
+  const size_t named = std::count_if(result.warnings.begin(), result.warnings.end(), [](const std::string& w) {
+    return w.find("was not deleted") != std::string::npos && w.find("does not hash to its id") != std::string::npos;
+  });
+  CHECK(named >= 1);
+  CHECK(result.packs_resurrected == real_packs.size());
 }
