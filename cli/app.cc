@@ -120,7 +120,9 @@ void App::refuse_if_append_only(std::string_view command, std::string_view what)
 std::unique_ptr<engine::Repository> App::open_repository_append_only() {
   targets::TargetOptions options = global.target;
   options.object_acl = targets::kBucketOwnerFullControl;
-  return engine::Repository::open(targets::open_target(global.repo, options), {password(), global.catalog});
+  // Warnings as every other command gives them: a record the sync skipped is named.
+  return engine::Repository::open(targets::open_target(global.repo, options),
+                                  {password(), global.catalog, repository_access().on_warning});
 }
 
 bool App::progress_enabled() const { return !global.json && !global.quiet && ::isatty(STDERR_FILENO); }

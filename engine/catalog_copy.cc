@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -49,7 +50,11 @@ std::optional<CatalogCopyInfo> parse_key(const targets::ObjectInfo& o) {
   if (slash == std::string_view::npos || rest.size() - slash - 1 != 20) return std::nullopt;
   std::string_view digits = rest.substr(slash + 1);
   if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
-  return CatalogCopyInfo{o.key, std::string(rest.substr(0, slash)), std::stoll(std::string(digits)), o.size};
+  // Twenty digits can exceed int64: such a name is foreign (anyone who may
+  // create objects can write one), not a reason to stop every listing.
+  int64_t time_ns = 0;
+  if (std::from_chars(digits.data(), digits.data() + digits.size(), time_ns).ec != std::errc()) return std::nullopt;
+  return CatalogCopyInfo{o.key, std::string(rest.substr(0, slash)), time_ns, o.size};
 }
 
 std::vector<CatalogCopyInfo> list_copies(targets::Target& target) {

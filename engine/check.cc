@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/condemnation.h"
 #include "engine/content.h"
 #include "engine/keys.h"
 #include "engine/object_lock.h"
@@ -29,6 +30,10 @@ std::vector<DamagedObject> find_damaged_records(Repository& repo) {
       damaged.push_back({snapshot_key(id), e.what()});
     }
   }
+  // Not written by keel's key (append-only credentials may create one):
+  // every sync skips them, repair moves them aside.
+  list_condemnations(repo.target(), repo.keys().index,
+                     [&](const std::string& key, const std::string& why) { damaged.push_back({key, why}); });
   // The slot that opened the repository is intact by definition; others
   // carry a checksum that tells damage from another password.
   std::vector<std::string> slots;

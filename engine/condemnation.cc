@@ -39,20 +39,34 @@ Condemnation decode_condemnation(ByteView body, const std::string& what) {
 
 }  // namespace
 
+std::string ignored_condemnation(const std::string& why) {
+  return why + ": ignored, it condemns nothing (damaged, or not written by keel: credentials that may only create "
+               "objects can still write one); keel check reports it, keel repair moves it aside";
+}
+
 std::string condemnation_key(const Id& record) { return std::string(kCondemnedPrefix) + record.hex(); }
 
 void put_condemnation(targets::Target& target, const Key256& key, const Condemnation& record) {
   target.put(condemnation_key(record.id), seal_object(kCondemnationMagic, key, encode_condemnation(record), record.id.view()));
 }
 
-std::vector<Condemnation> list_condemnations(targets::Target& target, const Key256& key) {
+std::vector<Condemnation> list_condemnations(targets::Target& target, const Key256& key,
+                                             const OnDamagedRecord& on_damaged) {
   std::vector<Condemnation> records;
-  for_each_object(target, kCondemnedPrefix, kCondemnationMagic, "condemnation", key,
-                  [&](const Id& id, ByteView body, const std::string& what) {
-                    Condemnation c = decode_condemnation(body, what);
-                    if (c.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another condemnation");
-                    records.push_back(std::move(c));
-                  });
+  for (const Id& id : list_object_ids(target, kCondemnedPrefix)) {
+    const std::string object_key = condemnation_key(id);
+    const std::string what = target.describe() + "/" + object_key;
+    try {
+      std::optional<Bytes> body = read_object(target, object_key, kCondemnationMagic, "condemnation", key, id.view(), what);
+      if (!body) continue;  // removed since it was listed
+      Condemnation c = decode_condemnation(*body, what);
+      if (c.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another condemnation");
+      records.push_back(std::move(c));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      on_damaged(object_key, e.what());
+    }
+  }
   std::sort(records.begin(), records.end(), [](const Condemnation& a, const Condemnation& b) {
     return std::tie(a.condemned_unix, a.id) < std::tie(b.condemned_unix, b.id);
   });

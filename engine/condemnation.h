@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +34,18 @@ struct Condemnation {
 std::string condemnation_key(const Id& record);
 
 void put_condemnation(targets::Target& target, const Key256& key, const Condemnation& record);
-// Every record on the target, ordered by (condemned_unix, id). Throws
-// Error(kIntegrity) naming an object that does not open.
-std::vector<Condemnation> list_condemnations(targets::Target& target, const Key256& key);
+// Called with the key of a record that does not open and why.
+using OnDamagedRecord = std::function<void(const std::string& key, const std::string& why)>;
+
+// Every record on the target that opens, ordered by (condemned_unix, id).
+// One that does not (damaged, or garbage written by credentials that may
+// create objects: an append-only host's) condemns nothing: it is skipped and
+// passed to `on_damaged`, so that it cannot stop every host's sync. Skipping
+// a genuine record only gives its packs back to use until the next prune.
+std::vector<Condemnation> list_condemnations(targets::Target& target, const Key256& key,
+                                             const OnDamagedRecord& on_damaged);
+
+// The warning for a record list_condemnations skipped: `why` names it.
+std::string ignored_condemnation(const std::string& why);
 
 }  // namespace keel::engine

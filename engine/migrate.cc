@@ -131,7 +131,9 @@ class MigrateRun {
   // (nothing is lost); the next prune condemns them again, and its grace
   // period starts over.
   void remove_condemnations() {
-    std::vector<Condemnation> records = list_condemnations(target_, repo_.keys().index);
+    std::vector<Condemnation> records = list_condemnations(
+        target_, repo_.keys().index,
+        [&](const std::string&, const std::string& why) { result_.warnings.push_back(ignored_condemnation(why)); });
     if (records.empty()) return;
     for (const Condemnation& record : records) {
       check_cancel();

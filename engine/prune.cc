@@ -15,6 +15,7 @@
 #include "engine/pack.h"
 #include "engine/pack_output.h"
 #include "engine/sealed_object.h"
+#include "engine/verified_blob.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/host.h"
@@ -267,7 +268,9 @@ class PruneRun {
     result_.running_backups = running_.size();
     std::set<Id> running_ids;
     for (const LeaseRecord& lease : running_) running_ids.insert(lease.id);
-    std::vector<Condemnation> records = list_condemnations(repo_.target(), repo_.keys().index);
+    std::vector<Condemnation> records = list_condemnations(
+        repo_.target(), repo_.keys().index,
+        [&](const std::string&, const std::string& why) { result_.warnings.push_back(ignored_condemnation(why)); });
     if (options_.dry_run) {
       add_planned_record(records, running_ids);
     } else {
@@ -315,6 +318,12 @@ class PruneRun {
           ++result_.packs_locked;
           result_.bytes_waiting += pack.size;
           remaining.push_back(id);
+        } else if (now - record.condemned_unix >= options_.grace.count() && waiting == 0 &&
+                   !planned_repacks_.count(id) && !copies_verified(pack)) {
+          d.action = PackAction::kResurrect;  // the only good copy of a blob a snapshot needs: it stays
+          ++result_.packs_resurrected;
+          if (!options_.dry_run) repo_.catalog().set_condemned(pack.id, std::nullopt);
+          changed = true;
         } else if (now - record.condemned_unix >= options_.grace.count() && waiting == 0) {
           d.action = PackAction::kDelete;
           ++result_.packs_deleted;
@@ -344,6 +353,30 @@ class PruneRun {
       logged.condemnations_changed = true;
     }
     if (!options_.dry_run) repo_.log_changes(logged);
+  }
+
+  // Whether every blob a snapshot needs that `pack` holds reads back from
+  // another pack as the blob its id names. Nothing on the target is trusted
+  // before a delete: a pack written with a put-only (or stolen) key may
+  // index blobs under ids its bytes do not match, and such a key can also
+  // write a condemnation naming any pack. Usually there is nothing to read
+  // (an unused pack) or little (blobs stored twice by concurrent backups, or
+  // moved out by a repack). A pack holding the only good copy stays, named
+  // in a warning.
+  bool copies_verified(const catalog::PackRecord& pack) {
+    for (const catalog::BlobRecord& b : repo_.catalog().blobs_in_pack(pack.id)) {
+      if (!live_->live(b.id)) continue;
+      // The copy reads go to: one in a pack in use (this one is condemned).
+      std::optional<catalog::BlobLocation> kept = repo_.catalog().find_blob(b.id);
+      std::optional<std::string> why = !kept || kept->pack == pack.id ? std::optional<std::string>("no other copy")
+                                                                       : copy_is_not_blob(repo_, *kept);
+      if (!why) continue;
+      result_.warnings.push_back("pack " + pack.id.hex() + " was not deleted: it holds blob " + b.id.hex() +
+                                 ", which a snapshot needs, and the copy kept elsewhere is not that blob (" + *why +
+                                 "); run keel check --read-data");
+      return false;
+    }
+    return true;
   }
 
   // The live blobs of a pack about to be deleted that this catalog indexes

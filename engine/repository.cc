@@ -14,6 +14,7 @@
 #include "engine/public_seal.h"
 #include "engine/repository_records.h"
 #include "engine/sealed_object.h"
+#include "engine/verified_blob.h"
 #include "targets/retention_guard.h"
 #include "util/codec.h"
 #include "util/error.h"
@@ -45,10 +46,13 @@ struct SyncScope {
   ~SyncScope() { syncing = !outer; }
 };
 
-// When each condemned pack was first condemned, from every record on the target.
-std::map<Id, int64_t> condemned_packs(targets::Target& target, const Key256& key) {
+// When each condemned pack was first condemned, from every record on the
+// target that opens; one that does not is named to `warn`.
+std::map<Id, int64_t> condemned_packs(targets::Target& target, const Key256& key,
+                                      const std::function<void(const std::string&)>& warn) {
   std::map<Id, int64_t> condemned;
-  for (const Condemnation& record : list_condemnations(target, key)) {
+  auto skipped = [&](const std::string&, const std::string& why) { warn(ignored_condemnation(why)); };
+  for (const Condemnation& record : list_condemnations(target, key, skipped)) {
     for (const Id& pack : record.packs) condemned.emplace(pack, record.condemned_unix);  // earliest first
   }
   return condemned;
@@ -444,7 +448,8 @@ std::optional<Tree> Repository::cached_tree(const Id& id) {
 Tree Repository::load_tree(const Id& id) {
   if (std::optional<Tree> tree = cached_tree(id)) return *tree;
   std::string what = "tree " + id.short_hex();
-  Bytes body = read_blob(id);
+  // Verified: a false copy would stop prune's marking and every restore.
+  Bytes body = read_verified_blob(*this, id);
   Tree tree = Tree::decode(body, what);
   catalog_->put_tree(id, body);
   return tree;
@@ -536,7 +541,7 @@ size_t Repository::sync_with_listing() {
   target_->list("packs/", [&](const targets::ObjectInfo& o) {
     if (std::optional<Id> id = id_from_key(o.key)) packs_on_target[*id] = o.size;
   });
-  std::map<Id, int64_t> condemned = condemned_packs(*target_, keys_.index);
+  std::map<Id, int64_t> condemned = condemned_packs(*target_, keys_.index, [this](const std::string& m) { warn(m); });
 
   // Forgotten snapshots and deleted packs (prune) leave the catalog.
   std::set<Id> snapshots_present(snapshots_on_target.begin(), snapshots_on_target.end());
@@ -633,7 +638,7 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
   // move out of condemned packs), so condemnations are read before adding.
   std::map<Id, int64_t> condemned;
   if (packs_added || condemnations_changed) {
-    condemned = condemned_packs(*target_, keys_.index);
+    condemned = condemned_packs(*target_, keys_.index, [this](const std::string& m) { warn(m); });
     for (const catalog::PackRecord& p : catalog_->list_packs()) {
       if (p.condemned_unix != condemned_since(condemned, p.id)) catalog_->set_condemned(p.id, condemned_since(condemned, p.id));
     }
@@ -818,7 +823,16 @@ std::vector<KeySlotInfo> Repository::list_key_slots() {
   std::vector<KeySlotInfo> out;
   std::vector<std::string> keys;
   target_->list("keys/", [&](const targets::ObjectInfo& o) { keys.push_back(o.key); });
-  for (const std::string& key : keys) out.push_back(read_key_slot_info(target_->get(key), target_->describe() + "/" + key));
+  for (const std::string& key : keys) {
+    try {
+      out.push_back(read_key_slot_info(target_->get(key), target_->describe() + "/" + key));
+    } catch (const Error& e) {
+      // Damaged, or garbage from credentials that may create objects: it
+      // opens nothing, and must not hide the slots that do.
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      warn(std::string(e.what()) + ": skipped; keel check reports it, keel repair moves it aside");
+    }
+  }
   std::sort(out.begin(), out.end(), [](const KeySlotInfo& a, const KeySlotInfo& b) {
     return std::tie(a.created_unix, a.id) < std::tie(b.created_unix, b.id);
   });

@@ -49,13 +49,4 @@ std::optional<Bytes> read_object(targets::Target& target, const std::string& key
   return open_object(magic, kind, data_key, object, associated, what);
 }
 
-void for_each_object(targets::Target& target, std::string_view prefix, std::string_view magic, std::string_view kind,
-                     const Key256& key, const std::function<void(const Id&, ByteView, const std::string&)>& fn) {
-  for (const Id& id : list_object_ids(target, prefix)) {
-    std::string object_key = std::string(prefix) + id.hex();
-    std::string what = target.describe() + "/" + object_key;
-    if (std::optional<Bytes> body = read_object(target, object_key, magic, kind, key, id.view(), what)) fn(id, *body, what);
-  }
-}
-
 }  // namespace keel::engine

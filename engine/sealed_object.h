@@ -4,7 +4,6 @@
 // fixed string), so boxes cannot be swapped between objects.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,11 +35,5 @@ std::optional<Bytes> read_object(targets::Target& target, const std::string& key
 
 // The ids of the objects under `prefix` (foreign names are skipped).
 std::vector<Id> list_object_ids(targets::Target& target, std::string_view prefix);
-
-// Opens every object under `prefix` that is named by an id, with that id as
-// associated data, and calls `fn` with the id, the record and a description
-// for messages. Objects removed while this runs are skipped.
-void for_each_object(targets::Target& target, std::string_view prefix, std::string_view magic, std::string_view kind,
-                     const Key256& key, const std::function<void(const Id&, ByteView, const std::string&)>& fn);
 
 }  // namespace keel::engine

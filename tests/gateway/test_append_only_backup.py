@@ -12,6 +12,7 @@ import random
 import shutil
 import json
 import tempfile
+import time
 import unittest
 
 from gateway_harness import Gateway, KeelRepositoryTest, boto3_client, error_of
@@ -113,6 +114,76 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
         self.assertIn("1 snapshots", listed)
         self.assertIn("job:vault", listed)  # the job's run, of the last state of `source`, is the newest
         self.restore_all_as_of([("latest", snapshots[-1][1])], source, user="alice")
+
+    def test_garbage_records_from_append_credentials(self):
+        """Append credentials may create any new key: carol writes garbage under every kind of
+        record keel lists (a condemnation, leases, a snapshot, a pack, a log entry, a catalog
+        copy whose name overflows a time, a key slot). No host's sync, backup, restore, check,
+        key list or prune fails for it: each is skipped with a warning naming it, check reports
+        the condemnation (exit 6), and the owner's prune deletes nothing that a snapshot needs."""
+        repo, owner, host = "s3://vault/garbage", "garbage-owner", "garbage-host"
+        self.keel("init", user="alice", repo=repo, state=owner)
+        rng = random.Random(1819)
+        source = os.path.join(self.tmp, "garbage-source")
+        os.makedirs(source)
+        snapshots = []
+        for run in range(2):
+            with open(os.path.join(source, f"file{run}"), "wb") as f:
+                f.write(rng.randbytes((1 << 20) + run))
+            p = self.keel("--json", "backup", "--append-only", source, repo=repo, state=host)
+            frozen = os.path.join(self.tmp, f"garbage-frozen-{run}")
+            shutil.copytree(source, frozen)
+            snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))
+        # The owner's catalog knows both snapshots before the garbage arrives.
+        self.keel("snapshots", user="alice", repo=repo, state=owner)
+
+        carol = boto3_client(self.gateway, "http", access=CAROL[0], secret=CAROL[1])
+        name = lambda: os.urandom(32).hex()
+        condemned = f"garbage/condemned/{name()}"
+        pack = name()
+        garbage = {condemned: b"KEELCDM1" + os.urandom(200),
+                   f"garbage/locks/{name()}": b"KEELLSE1" + os.urandom(100),
+                   f"garbage/running/{name()}": os.urandom(100),
+                   f"garbage/snapshots/{name()}": b"KEELSNP1" + os.urandom(300),
+                   f"garbage/packs/{pack[:2]}/{pack}": os.urandom(5000),
+                   f"garbage/log/{time.time_ns():020d}-{os.urandom(8).hex()}": b"KEELLOG1" + os.urandom(80),
+                   f"garbage/catalog/{os.urandom(8).hex()}/{'9' * 20}": b"KEELCAT1" + os.urandom(100),
+                   f"garbage/keys/{name()}": b"KEELKEY2" + os.urandom(150)}
+        for key, body in garbage.items():
+            carol.put_object(Bucket="vault", Key=key, Body=body)
+
+        def runs_and_names_condemned(*args, user="carol", state=host, expect=0):
+            p = self.keel(*args, user=user, repo=repo, state=state, expect=expect)
+            self.assertIn(condemned.removeprefix("garbage/"), p.stderr, args)
+            return p
+
+        # The backup host syncs in full (a fresh catalog) and backs up again.
+        with open(os.path.join(source, "file2"), "wb") as f:
+            f.write(rng.randbytes(1 << 20))
+        p = runs_and_names_condemned("--json", "backup", "--append-only", source, state=host + "-fresh")
+        frozen = os.path.join(self.tmp, "garbage-frozen-2")
+        shutil.copytree(source, frozen)
+        snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))
+        self.assertIn("it condemns nothing", p.stderr)
+        # The owner: listing, key list, catalog rebuild, restore; check names the condemnation.
+        listed = self.keel("snapshots", user="alice", repo=repo, state=owner).stdout
+        self.assertIn("3 snapshots", listed)
+        self.keel("key", "list", user="alice", repo=repo, state=owner)
+        self.keel("catalog", "rebuild", user="alice", repo=repo, state=owner)
+        p = runs_and_names_condemned("check", user="alice", state=owner, expect=6)
+        self.assertIn("is damaged", p.stdout + p.stderr)
+        self.restore_all_as_of(snapshots, source, user="alice", repo=repo, state=owner)
+        # The owner's prune and forget run; nothing a snapshot needs goes.
+        self.keel("prune", "--grace", "0s", user="alice", repo=repo, state=owner)
+        self.keel("forget", "--keep-last", "2", "--prune", "--grace", "0s", user="alice", repo=repo, state=owner)
+        self.keel("check", "--read-data", user="alice", repo=repo, state=owner, expect=6)
+        self.restore_all_as_of(snapshots[1:], source, user="alice", repo=repo, state=owner)
+        # repair moves the garbage aside (the garbage snapshot record counts as lost: exit 3);
+        # then check is clean.
+        self.assertIn(condemned.removeprefix("garbage/"),
+                      self.keel("repair", user="alice", repo=repo, state=owner, expect=3).stdout)
+        self.keel("check", "--read-data", user="alice", repo=repo, state=owner)
+        self.restore_all_as_of(snapshots[1:], source, repo=repo, state=host)
 
     def test_put_only_key_with_append_credentials(self):
         """The host holds a put-only key and append-only credentials: it backs up, and can

@@ -2,12 +2,20 @@
 // repository that a put-only key writes to but cannot read.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "agents/fs/fs_source.h"
 #include "engine/backup.h"
+#include "engine/chunk_sealer.h"
+#include "engine/condemnation.h"
 #include "engine/keys.h"
+#include "engine/pack.h"
+#include "engine/pack_output.h"
+#include "engine/prune.h"
 #include "engine/public_seal.h"
 #include "engine/repository.h"
 #include "targets/memory/memory_target.h"
@@ -146,4 +154,83 @@ TEST_CASE("a put-only key backs up into a format-2 repository but reads nothing 
     CHECK(e.kind() == ErrorKind::kUsage);
     CHECK(std::string(e.what()).find("put-only") != std::string::npos);
   }
+}
+
+TEST_CASE("prune deletes no pack whose blobs a forged copy and condemnation claim", "[put-only][prune]") {
+  // A put-only key seals under its own blob key, so it can write a pack of
+  // garbage that authenticates under any blob ids it read from the headers,
+  // and a condemnation (sealed under the index key it holds) naming every
+  // real pack as condemned long ago with no backup running. The owner's
+  // prune must re-verify the other copies before it deletes a pack.
+  test::TempDir dir("keel-put-only-prune");
+  auto store = std::make_shared<targets::memory::MemoryStore>();
+  RepoConfig config;
+  config.version = 2;
+  auto full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
+  full->add_key_slot("put", KeyKind::kPutOnly);
+  const std::string src = dir.file("src");
+  std::filesystem::create_directories(src);
+  for (int i = 0; i < 3; ++i) {
+    const Bytes data = test::random_bytes(200'000, 20 + i);
+    std::ofstream(src + "/file" + std::to_string(i), std::ios::binary)
+        .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  }
+  auto source = agents::fs::make_fs_source({src}, {});
+  BackupProgress progress;
+  run_backup(*full, *source, BackupOptions{}, progress, [](const SkippedItem&) {});
+  std::set<Id> real_packs;
+  for (const catalog::PackRecord& p : full->catalog().list_packs()) real_packs.insert(p.id);
+  REQUIRE_FALSE(real_packs.empty());
+
+  // Before: prune deleted the real packs of data the false copies claim
+  // (they counted as kept elsewhere), and failed on a false tree once it
+  // was the copy read.
+  bool forge_trees = false;
+  SECTION("false copies of the data") {}
+  SECTION("false copies of the data and the trees") { forge_trees = true; }
+  auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
+  std::vector<catalog::BlobLocation> blobs;
+  put->catalog().for_each_blob_location([&](const catalog::BlobLocation& loc) {
+    if (forge_trees || loc.blob.type == catalog::BlobType::kData) blobs.push_back(loc);
+  });
+  REQUIRE_FALSE(blobs.empty());
+  {
+    PackOutput output(put->content(), put->config().pack_size, 1 << 20, 2);
+    for (const catalog::BlobLocation& loc : blobs) {
+      const Bytes garbage = test::random_bytes(loc.blob.raw_length, 99);
+      Bytes sealed;
+      seal_chunk(*put, loc.blob.id, garbage, 0, sealed);
+      output.writer().add(loc.blob.type, loc.blob.id, static_cast<uint32_t>(garbage.size()), sealed);
+    }
+    output.writer().flush();
+    ChangeLogEntry logged;
+    logged.packs_added = output.writer().take_committed();
+    put->log_changes(logged);
+  }
+  Condemnation forged;
+  forged.id = Id::random();
+  forged.condemned_unix = 0;
+  forged.host = "owner";
+  forged.packs.assign(real_packs.begin(), real_packs.end());
+  forged.running_backups = std::vector<Id>{};
+  put_condemnation(put->target(), put->keys().index, forged);
+
+  auto owner = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("owner.db")});
+  PruneOptions options;
+  options.grace = std::chrono::seconds(0);
+  options.repack_threshold = 0;
+  PruneResult result = prune(*owner, options);
+  CHECK(result.packs_deleted == 0);
+  const std::map<std::string, Bytes> objects = store->objects();
+  for (const Id& pack : real_packs) {
+    INFO("pack " << pack.hex());
+    CHECK(objects.count(pack_key(pack)) == 1);
+  }
+  // Each pack kept for a false copy is named (one that holds the only copy
+  // of a tree is simply taken back into use).
+  const size_t named = std::count_if(result.warnings.begin(), result.warnings.end(), [](const std::string& w) {
+    return w.find("was not deleted") != std::string::npos && w.find("does not hash to its id") != std::string::npos;
+  });
+  CHECK(named >= 1);
+  CHECK(result.packs_resurrected == real_packs.size());
 }
