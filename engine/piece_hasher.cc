@@ -1,13 +1,35 @@
 #include "engine/piece_hasher.h"
 
 #include <algorithm>
-
+#include <cstring>
 
 namespace keel::engine {
 
 void PieceHasher::written(const ReadBack& read_back, uint64_t offset, ByteView data) {
   std::lock_guard lock(mu_);
-  if (!advance(&read_back, offset, data)) early_.insert(offset);
+  if (advance(&read_back, offset, data)) return;
+  Copy& copy = early_[offset];
+  if (memory_) hold(data, copy);
+}
+
+void PieceHasher::hold(ByteView data, Copy& copy) {
+  while (!data.empty()) {
+    if (block_used_ == EarlyPieceMemory::kBlock) {
+      block_ = memory_->block();
+      block_used_ = 0;
+      if (!block_) {
+        block_used_ = EarlyPieceMemory::kBlock;
+        copy.clear();
+        return;
+      }
+    }
+    size_t n = std::min(data.size(), EarlyPieceMemory::kBlock - block_used_);
+    uint8_t* at = block_.get() + block_used_;
+    std::memcpy(at, data.data(), n);
+    copy.push_back({block_, ByteView(at, n)});
+    block_used_ += n;
+    data = data.subspan(n);
+  }
 }
 
 std::optional<Hash128> PieceHasher::finish() {
@@ -32,7 +54,10 @@ bool PieceHasher::advance(const ReadBack* read_back, uint64_t offset, ByteView c
     } else if (!consumed && offset == hashed_to_) {
       hash_.update(current);
       consumed = true;
-    } else if (auto early = early_.find(hashed_to_); read_back && early != early_.end()) {
+    } else if (auto early = early_.find(hashed_to_); early != early_.end() && !early->second.empty()) {
+      for (const Segment& s : early->second) hash_.update(s.bytes);
+      early_.erase(early);
+    } else if (read_back && early != early_.end()) {
       for (uint64_t done = 0; done < part.length;) {
         size_t want = static_cast<size_t>(std::min<uint64_t>(kSlice, part.length - done));
         size_t n = (*read_back)(std::span<uint8_t>(slice.data(), want), hashed_to_ + done);

@@ -114,6 +114,12 @@ constexpr size_t kMaxDirectFiles = 64;
 // (two 4 MiB requests on the development VM's virtio disk, whose
 // max_sectors_kb is 4096) also holds the largest default chunk whole.
 constexpr size_t kGatherSize = 8 << 20;
+// Copies of pieces that arrived before their turn to be hashed (PieceHasher),
+// held by all files together; beyond it they are read back from the disk.
+// Four reader threads on one large file run up to three ranges (of 16 MiB
+// stored, 40 MB restored on average on the mixed dataset) ahead of the
+// hashed front.
+constexpr uint64_t kHoldEarly = 256ull << 20;
 
 struct FileTask {
   size_t index = 0;     // in planning order
@@ -711,7 +717,9 @@ class RestoreRun {
   UniqueFd create(FileTask& file, bool sized_by_first_write) {
     file.on_disk = true;  // before: a create that fails half way is removed too
     UniqueFd fd = create_file(fs_, file.partial, file.entry->meta.size, sized_by_first_write);
-    if (options_.verify && !options_.verify_from_disk) file.hasher = std::make_unique<PieceHasher>(file.entry->content);
+    if (options_.verify && !options_.verify_from_disk) {
+      file.hasher = std::make_unique<PieceHasher>(file.entry->content, &early_pieces_);
+    }
     const bool large = !options_.file_system && file.entry->meta.size >= kDirectMinSize && file.remaining > 0;
     if (large && direct_files_.fetch_add(1) < kMaxDirectFiles) {
       file.direct = std::make_unique<targets::local::DirectFile>(std::move(fd), file.partial, /*direct=*/true);
@@ -853,6 +861,7 @@ class RestoreRun {
   std::vector<std::unique_ptr<Tree>> trees_;  // entries point into these
   std::vector<std::pair<std::string, NodeMeta>> dirs_;
   std::vector<std::pair<std::string, const TreeEntry*>> meta_items_;
+  EarlyPieceMemory early_pieces_{kHoldEarly};  // before files_, whose hashers hold its blocks
   std::vector<std::unique_ptr<FileTask>> files_;
   std::atomic<size_t> direct_files_{0};  // open as FileTask::direct
   std::mutex gathers_mu_;

@@ -9,10 +9,15 @@ BufferPool::BufferPool(size_t buffer_size, size_t max_buffers)
 
 BufferPool::~BufferPool() = default;
 
-std::shared_ptr<uint8_t[]> BufferPool::get() {
+std::shared_ptr<uint8_t[]> BufferPool::get() { return get(/*wait=*/true); }
+
+std::shared_ptr<uint8_t[]> BufferPool::try_get() { return get(/*wait=*/false); }
+
+std::shared_ptr<uint8_t[]> BufferPool::get(bool wait) {
   AlignedBuffer buf;
   {
     std::unique_lock lock(mu_);
+    if (!wait && out_ == max_) return nullptr;
     returned_.wait(lock, [this] { return out_ < max_; });
     ++out_;
     if (!free_.empty()) {

@@ -24,10 +24,13 @@ class BufferPool {
   // A buffer of buffer_size() bytes (contents undefined, 4 KiB-aligned); it
   // returns to the pool when the last shared_ptr to it goes.
   std::shared_ptr<uint8_t[]> get();
+  // As get(), but null at once where get() would wait.
+  std::shared_ptr<uint8_t[]> try_get();
   size_t buffer_size() const { return size_; }
 
  private:
   void put(uint8_t* p);
+  std::shared_ptr<uint8_t[]> get(bool wait);
 
   size_t size_;
   size_t max_;

@@ -19,6 +19,7 @@ using keel::Error;
 using keel::Hash128;
 using keel::UniqueFd;
 using keel::engine::ContentRef;
+using keel::engine::EarlyPieceMemory;
 using keel::engine::PieceHasher;
 
 namespace {
@@ -47,11 +48,11 @@ Layout make_layout(const std::vector<int64_t>& sizes, uint32_t seed) {
 // Writes the data pieces in `order` (indexes into the layout) to a fresh
 // file, telling the hasher after each; returns finish().
 std::optional<Hash128> write_in_order(const Layout& l, const std::vector<size_t>& order, const std::string& path,
-                                      Bytes* corrupt_on_disk = nullptr) {
+                                      Bytes* corrupt_on_disk = nullptr, EarlyPieceMemory* memory = nullptr) {
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600));
   REQUIRE(fd);
   REQUIRE(::ftruncate(fd.get(), static_cast<off_t>(l.content.size())) == 0);
-  PieceHasher hasher(l.refs);
+  PieceHasher hasher(l.refs, memory);
   for (size_t i : order) {
     ByteView piece(l.content.data() + l.offsets[i], l.refs[i].length);
     ByteView on_disk = corrupt_on_disk ? ByteView(corrupt_on_disk->data() + l.offsets[i], l.refs[i].length) : piece;
@@ -122,4 +123,40 @@ TEST_CASE("piece hasher sees a missing piece and a wrong one", "[piece_hasher]")
   auto got = write_in_order(l, {2, 1, 0}, dir.file("g"), &disk);
   REQUIRE(got.has_value());
   CHECK(*got != keel::xxh3_128(l.content));
+}
+
+TEST_CASE("piece hasher holds early pieces in memory, and reads back what its memory cannot hold", "[piece_hasher]") {
+  keel::test::TempDir dir;
+  // Three blocks' worth arriving before the first piece.
+  const int64_t kPiece = 700000;
+  Layout l = make_layout({1000, kPiece, -4096, kPiece, kPiece, 3 * kPiece, kPiece}, 11);
+  std::vector<size_t> reversed = data_pieces(l);
+  std::reverse(reversed.begin(), reversed.end());
+  const Hash128 expected = keel::xxh3_128(l.content);
+
+  // Memory enough: the copies are hashed and nothing is read back.
+  EarlyPieceMemory enough(8 * EarlyPieceMemory::kBlock);
+  PieceHasher hasher(l.refs, &enough);
+  for (size_t i : reversed) {
+    auto no_read_back = [](std::span<uint8_t>, uint64_t) -> size_t { throw std::logic_error("read back"); };
+    hasher.written(no_read_back, l.offsets[i], ByteView(l.content.data() + l.offsets[i], l.refs[i].length));
+  }
+  auto got = hasher.finish();
+  REQUIRE(got.has_value());
+  CHECK(*got == expected);
+  // Every block came back: the next hasher can hold as much.
+  for (int i = 0; i < 8; ++i) CHECK(enough.block() != nullptr);
+
+  // One block, taken by the last piece (the first to arrive): the others
+  // are read back from the disk, where a corrupted byte is seen.
+  EarlyPieceMemory one_block(EarlyPieceMemory::kBlock);
+  auto whole = write_in_order(l, reversed, dir.file("f"), nullptr, &one_block);
+  REQUIRE(whole.has_value());
+  CHECK(*whole == expected);
+  Bytes disk = l.content;
+  disk[l.offsets[1] + 5] ^= 1;
+  EarlyPieceMemory another_block(EarlyPieceMemory::kBlock);
+  auto corrupt = write_in_order(l, reversed, dir.file("g"), &disk, &another_block);
+  REQUIRE(corrupt.has_value());
+  CHECK(*corrupt != expected);
 }
