@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <system_error>
 
@@ -17,10 +18,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Creates `dir` and the missing directories above it, fsyncing the parent of
+// each one created: a file fsync'd into data/xx is only durable once data/xx
+// itself is reachable after a power loss. One mkdir(2) when `dir` exists.
 void make_dirs(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(ErrorKind::kTargetIo, "gateway: cannot create directory " + dir + ": " + ec.message());
+  const std::string parent = fs::path(dir).parent_path().string();
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) return;
+    if (errno != ENOENT || parent.empty() || parent == dir) throw_errno("gateway: cannot create directory " + dir, errno);
+    make_dirs(parent);
+    // EEXIST: another request created it meanwhile and may not have synced
+    // its parent yet, so this one syncs too rather than return early.
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("gateway: cannot create directory " + dir, errno);
+  }
+  fsync_dir(parent.empty() ? "." : parent);
 }
 
 std::string new_name() {

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -12,6 +14,7 @@
 #include "gateway/metrics.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
+#include "gateway/raw_files.h"
 #include "gateway/request.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
@@ -584,4 +587,23 @@ TEST_CASE("gateway metrics: counters and a cumulative latency histogram", "[gate
   CHECK_THAT(text, Catch::Contains("_bucket{operation=\"PutObject\",le=\"0.25\"} 2\n"));
   CHECK_THAT(text, Catch::Contains("_bucket{operation=\"PutObject\",le=\"+Inf\"} 2\n"));
   CHECK_THAT(text, Catch::Contains("keel_gateway_request_duration_seconds_count{operation=\"PutObject\"} 2\n"));
+}
+
+TEST_CASE("raw files: a bucket path whose parents are missing is created, a file in the way is refused", "[gateway]") {
+  keel::test::TempDir dir("keel-rawfiles");
+  // Three levels missing: each is created (and its parent fsync'd) before the first file is.
+  RawFiles files(dir.file("a/b/bucket"));
+  const auto writer = files.create();
+  writer->write(as_bytes(std::string("hello")));
+  const std::string name = writer->commit();
+  REQUIRE(name.starts_with("data/"));
+  REQUIRE(std::filesystem::file_size(dir.file("a/b/bucket/" + name)) == 5);
+  const auto reader = files.read({{name, 5}}, 1, 4);
+  Bytes out(4);
+  REQUIRE(reader->read(out) == 4);
+  REQUIRE(std::string(out.begin(), out.end()) == "ello");
+
+  { std::ofstream(dir.file("plain")) << "x"; }
+  REQUIRE_THROWS_WITH(RawFiles(dir.file("plain/bucket")), Catch::Contains("cannot create directory") &&
+                                                            Catch::Contains("plain/bucket"));
 }
