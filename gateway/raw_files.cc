@@ -151,10 +151,16 @@ size_t RawFiles::remove_orphans(const std::set<std::string>& referenced) {
   for (const auto& entry : fs::directory_iterator(root_ + "/tmp", ec)) {
     removed += fs::remove(entry.path(), ec) ? 1 : 0;
   }
-  for (const auto& entry : fs::recursive_directory_iterator(root_ + "/data", ec)) {
-    if (!entry.is_regular_file(ec)) continue;
-    const std::string name = fs::relative(entry.path(), root_, ec).string();
-    if (!referenced.contains(name)) removed += fs::remove(entry.path(), ec) ? 1 : 0;
+  // Names are data/<xx>/<id>: built from the two levels walked, not by
+  // fs::relative, which canonicalises (an lstat per path component) each of
+  // what may be millions of files.
+  for (const auto& sub : fs::directory_iterator(root_ + "/data", ec)) {
+    if (!sub.is_directory(ec)) continue;
+    const std::string prefix = "data/" + sub.path().filename().string() + "/";
+    for (const auto& entry : fs::directory_iterator(sub.path(), ec)) {
+      if (!entry.is_regular_file(ec)) continue;
+      if (!referenced.contains(prefix + entry.path().filename().string())) removed += fs::remove(entry.path(), ec) ? 1 : 0;
+    }
   }
   return removed;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -606,4 +607,24 @@ TEST_CASE("raw files: a bucket path whose parents are missing is created, a file
   { std::ofstream(dir.file("plain")) << "x"; }
   REQUIRE_THROWS_WITH(RawFiles(dir.file("plain/bucket")), Catch::Contains("cannot create directory") &&
                                                             Catch::Contains("plain/bucket"));
+}
+
+TEST_CASE("raw files: remove_orphans keeps referenced files and removes the rest and tmp/ leftovers", "[gateway]") {
+  keel::test::TempDir dir("keel-rawfiles");
+  RawFiles files(dir.file("bucket"));
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    const auto writer = files.create();
+    writer->write(as_bytes(std::string("x")));
+    names.push_back(writer->commit());
+  }
+  const auto unfinished = files.create();  // a body a crash cut short: still under tmp/
+  unfinished->write(as_bytes(std::string("y")));
+  const std::set<std::string> kept(names.begin(), names.begin() + 25);
+  REQUIRE(files.remove_orphans(kept) == 15 + 1);
+  for (size_t i = 0; i < names.size(); ++i) {
+    CAPTURE(names[i]);
+    REQUIRE(std::filesystem::exists(dir.file("bucket/" + names[i])) == (i < 25));
+  }
+  REQUIRE(std::filesystem::is_empty(dir.file("bucket/tmp")));
 }
