@@ -34,12 +34,15 @@ def put_range(job):
     args, first, end, step = job
     s3 = client(args)
     body = b"x" * args.body_bytes
+    latencies = []
     for i in range(first, end, step):
+        t0 = time.monotonic()
         r = s3.request("PUT", f"/{args.bucket}/{key_of(i)}", body=body, unsigned_payload=True)
+        latencies.append(time.monotonic() - t0)
         if r.status != 200:
             raise RuntimeError(f"PUT {key_of(i)}: HTTP {r.status} {r.body[:300]!r}")
     s3.close()
-    return 0
+    return latencies
 
 
 def rss_kib(pid):
@@ -72,6 +75,8 @@ def main():
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--body-bytes", type=int, default=64)
     p.add_argument("--list-repeats", type=int, default=30)
+    p.add_argument("--stages", type=int, default=0,
+                   help="report after each of N equal stretches of the PUTs (default: a tenth, a half, all)")
     p.add_argument("--pid", action="append", default=[], help="NAME=PID of a server process (RSS, CPU)")
     p.add_argument("--state-dir", help="the gateway's state directory (metadata bytes per object)")
     args = p.parse_args()
@@ -81,20 +86,27 @@ def main():
     if r.status != 200:
         raise SystemExit(f"CreateBucket {args.bucket}: HTTP {r.status} {r.body[:300]!r}")
 
-    # The PUTs in stages (a tenth, then to a half, then the rest): rate, server CPU
-    # per 1000 PUTs, RSS and metadata bytes per object after each, to show what
-    # grows with the object count.
+    # The PUTs in stages (a tenth, then to a half, then the rest, or --stages equal
+    # stretches): rate, PUT latency, server CPU per 1000 PUTs, RSS and metadata
+    # bytes per object after each, to show what grows with the object count.
     pids = {spec.split("=")[0]: int(spec.split("=")[1]) for spec in args.pid}
     stages = []
     done, put_s = 0, 0.0
     cpu_start = {name: cpu_seconds(pid) for name, pid in pids.items()}
     with multiprocessing.Pool(args.clients) as pool:
-        for end in sorted({max(1, args.count // 10), max(1, args.count // 2), args.count}):
+        if args.stages > 0:
+            ends = {max(1, args.count * n // args.stages) for n in range(1, args.stages + 1)}
+        else:
+            ends = {max(1, args.count // 10), max(1, args.count // 2), args.count}
+        for end in sorted(ends):
             cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
             start = time.monotonic()
-            pool.map(put_range, [(args, done + c, end, args.clients) for c in range(args.clients)])
+            latencies = [t for part in pool.map(put_range, [(args, done + c, end, args.clients)
+                                                             for c in range(args.clients)]) for t in part]
             seconds = time.monotonic() - start
-            stage = {"objects": end, "put_per_s": (end - done) / seconds}
+            stage = {"objects": end, "put_per_s": (end - done) / seconds,
+                     "put_p50_ms": statistics.median(latencies) * 1000,
+                     "put_p99_ms": percentile(latencies, 0.99) * 1000}
             for name, pid in pids.items():
                 stage[f"cpu_ms_per_1000_{name}"] = (cpu_seconds(pid) - cpu0[name]) * 1e6 / (end - done)
                 stage[f"rss_{name}_kib"] = rss_kib(pid)[0]
@@ -103,6 +115,7 @@ def main():
                 stage["db_bytes_per_object"] = file_bytes(db) / end
                 stage["wal_bytes"] = file_bytes(db + "-wal")
             stages.append(stage)
+            print(json.dumps(stage), file=sys.stderr, flush=True)  # progress of a long run
             put_s += seconds
             done = end
     result["put_s"] = put_s

@@ -17,6 +17,8 @@ usage: bench/gateway_scale.sh [options]
   --count N        objects in the bucket (default 1000000)
   --clients N      parallel PUT clients (default 16)
   --body-bytes N   size of each object (default 64)
+  --stages N       report the PUTs after each of N equal stretches (default: a tenth, a half, all)
+  --report NAME    write bench/out/NAME.md (default gateway_scale)
   --no-rgw         the gateway only
   --work DIR       scratch directory (default: a new one under \${TMPDIR:-/tmp}), removed at the end
   --keel PATH      keel binary (default: \$KEEL_BIN or build/cli/keel)
@@ -29,7 +31,7 @@ USAGE
 
 die() { echo "gateway_scale.sh: $*" >&2; exit 1; }
 
-count=1000000 clients=16 body_bytes=64 work="" smoke=0 rgw=1 repeats=30
+count=1000000 clients=16 body_bytes=64 work="" smoke=0 rgw=1 repeats=30 stages=0 report_name=""
 keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 args=("$@")
 while (($#)); do
@@ -37,6 +39,8 @@ while (($#)); do
     --count) count=${2:?}; shift 2 ;;
     --clients) clients=${2:?}; shift 2 ;;
     --body-bytes) body_bytes=${2:?}; shift 2 ;;
+    --stages) stages=${2:?}; shift 2 ;;
+    --report) report_name=${2:?}; shift 2 ;;
     --no-rgw) rgw=0; shift ;;
     --work) work=${2:?}; shift 2 ;;
     --keel) keel_bin=${2:?}; shift 2 ;;
@@ -48,8 +52,9 @@ done
 for n in "$count" "$clients" "$body_bytes"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || die "counts and sizes must be positive integers, not '$n'"
 done
-report_name=gateway_scale
-if ((smoke)); then count=2000 repeats=5 report_name=gateway_scale_smoke; fi
+[[ $stages =~ ^[0-9]+$ && $report_name =~ ^[A-Za-z0-9_.-]*$ ]] || die "bad --stages or --report"
+if ((smoke)); then count=2000 repeats=5 report_name=${report_name:-gateway_scale_smoke}; fi
+report_name=${report_name:-gateway_scale}
 
 [[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it or pass --keel PATH"
 keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
@@ -87,7 +92,7 @@ drive() { # NAME ENDPOINT ACCESS SECRET ARG...: the driver's JSON on stdout (ARG
   echo "$name: $count objects of $body_bytes bytes, $clients clients" >&2
   python3 "$bench_dir/gateway_scale.py" --endpoint "$endpoint" --access-key "$access" --secret-key "$secret" \
     --bucket "scale-$name-$$" --count "$count" --clients "$clients" --body-bytes "$body_bytes" \
-    --list-repeats "$repeats" "${pids[@]}"
+    --list-repeats "$repeats" --stages "$stages" "${pids[@]}"
 }
 
 gateway_json=$(drive gateway "$gateway_url" "$gateway_access" "$gateway_secret" "gateway=$gateway_pid" \
@@ -128,9 +133,10 @@ print(f"| server CPU per 1000 PUTs (s, user + system) | {cpu(gw, ['gateway'])} |
 print(f"| metadata (gateway.db, bytes per object; WAL {wal / 2**20:.1f} MiB besides) | {metadata / gw['count']:.0f} | - |")
 print(f"| object files on disk (bytes per object, directories included) | {files / gw['count']:.0f} | - |")
 print("\nkeel gateway as the bucket fills (each stage: the PUTs since the one before)\n")
-print("| objects | PUT/s | CPU s per 1000 PUTs | RSS MiB | gateway.db bytes per object | WAL MiB |")
-print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| objects | PUT/s | PUT p50 / p99 (ms) | CPU s per 1000 PUTs | RSS MiB | gateway.db bytes per object | WAL MiB |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for st in gw["stages"]:
-    print(f"| {st['objects']} | {st['put_per_s']:.0f} | {st['cpu_ms_per_1000_gateway'] / 1000:.2f} | "
+    print(f"| {st['objects']} | {st['put_per_s']:.0f} | {st['put_p50_ms']:.1f} / {st['put_p99_ms']:.1f} | "
+          f"{st['cpu_ms_per_1000_gateway'] / 1000:.2f} | "
           f"{st['rss_gateway_kib'] / 1024:.0f} | {st['db_bytes_per_object']:.0f} | {st['wal_bytes'] / 2**20:.1f} |")
 PY

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <system_error>
 
@@ -17,10 +18,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Creates `dir` and the missing directories above it, fsyncing the parent of
+// each one created: a file fsync'd into data/xx is only durable once data/xx
+// itself is reachable after a power loss. One mkdir(2) when `dir` exists.
 void make_dirs(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(ErrorKind::kTargetIo, "gateway: cannot create directory " + dir + ": " + ec.message());
+  const std::string parent = fs::path(dir).parent_path().string();
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) return;
+    if (errno != ENOENT || parent.empty() || parent == dir) throw_errno("gateway: cannot create directory " + dir, errno);
+    make_dirs(parent);
+    // EEXIST: another request created it meanwhile and may not have synced
+    // its parent yet, so this one syncs too rather than return early.
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("gateway: cannot create directory " + dir, errno);
+  }
+  fsync_dir(parent.empty() ? "." : parent);
 }
 
 std::string new_name() {
@@ -140,10 +151,16 @@ size_t RawFiles::remove_orphans(const std::set<std::string>& referenced) {
   for (const auto& entry : fs::directory_iterator(root_ + "/tmp", ec)) {
     removed += fs::remove(entry.path(), ec) ? 1 : 0;
   }
-  for (const auto& entry : fs::recursive_directory_iterator(root_ + "/data", ec)) {
-    if (!entry.is_regular_file(ec)) continue;
-    const std::string name = fs::relative(entry.path(), root_, ec).string();
-    if (!referenced.contains(name)) removed += fs::remove(entry.path(), ec) ? 1 : 0;
+  // Names are data/<xx>/<id>: built from the two levels walked, not by
+  // fs::relative, which canonicalises (an lstat per path component) each of
+  // what may be millions of files.
+  for (const auto& sub : fs::directory_iterator(root_ + "/data", ec)) {
+    if (!sub.is_directory(ec)) continue;
+    const std::string prefix = "data/" + sub.path().filename().string() + "/";
+    for (const auto& entry : fs::directory_iterator(sub.path(), ec)) {
+      if (!entry.is_regular_file(ec)) continue;
+      if (!referenced.contains(prefix + entry.path().filename().string())) removed += fs::remove(entry.path(), ec) ? 1 : 0;
+    }
   }
   return removed;
 }

@@ -1,7 +1,8 @@
 // The files of a raw-mode bucket: object and part bytes as plain files under
 // the bucket's directory, "data/<xx>/<random id>" (the segment reference). A
-// file is written under tmp/, fsync'd and renamed into data/ before its name
-// is committed to the metadata database; files no committed record names
+// file is written under tmp/, fsync'd and renamed into data/ (directory
+// fsync'd, and so is the parent of a directory made on the way) before its
+// name is committed to the metadata database; files no committed record names
 // are orphans of a crash and are removed at start-up.
 #pragma once
 
