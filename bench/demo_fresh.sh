@@ -36,16 +36,17 @@ unmount() { for m in dev/pts dev sys proc; do umount -l "$run/root/$m" 2>/dev/nu
 cleanup() { unmount; ((keep)) || rm -rf "$run"; }
 trap cleanup EXIT
 cp -a "$base/root" "$run/root"
-git clone -q . "$run/root/keel"
+git clone -q . "$run/root/root/keel"
 cp /etc/resolv.conf "$run/root/etc/resolv.conf"
 mount -t proc proc "$run/root/proc"; mount -t sysfs sys "$run/root/sys"
 mount --bind /dev "$run/root/dev"; mount --bind /dev/pts "$run/root/dev/pts"
 
 echo "demo_fresh: $(git log -1 --format='%h %s'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s.%N)
-chroot "$run/root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-  /usr/bin/time -f '%e %U %S' -o /root/time.txt /bin/bash -c 'cd /root/keel && ./scripts/demo.sh' \
-  > "$run/demo.log" 2>&1 || { tail -20 "$run/demo.log"; echo "demo_fresh: the demo failed" >&2; exit 1; }
+# bash's own `time`: minbase has no /usr/bin/time.
+chroot "$run/root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c \
+  'TIMEFORMAT="%R %U %S"; cd /root/keel && { time ./scripts/demo.sh > /root/demo.log 2>&1; } 2> /root/time.txt' ||
+  { tail -20 "$run/root/root/demo.log"; echo "demo_fresh: the demo failed" >&2; exit 1; }
 end=$(date +%s.%N)
 read -r wall user sys < "$run/root/root/time.txt"
 
@@ -53,9 +54,9 @@ read -r wall user sys < "$run/root/root/time.txt"
 stamp() { date -d "$1" +%s; }
 apt_start=$(stamp "$(grep -m1 Start-Date "$run/root/var/log/apt/history.log" | cut -d' ' -f2-)")
 apt_end=$(stamp "$(grep End-Date "$run/root/var/log/apt/history.log" | tail -1 | cut -d' ' -f2-)")
-configured=$(stat -c %Y "$run/root/keel/build-demo/build.ninja")
-built=$(stat -c %Y "$run/root/keel/build-demo/cli/keel")
-fetched=$(grep -m1 '^Fetched' "$run/demo.log" || true)
+configured=$(stat -c %Y "$run/root/root/keel/build-demo/build.ninja")
+built=$(stat -c %Y "$run/root/root/keel/build-demo/cli/keel")
+fetched=$(grep -m1 '^Fetched' "$run/root/root/demo.log" || true)
 printf 'demo_fresh: total %.0f s wall, %.0f CPU-s (user %s, sys %s), load after %s\n' \
   "$wall" "$(echo "$user + $sys" | bc)" "$user" "$sys" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '  before apt (index update)       %4.0f s\n' "$(echo "$apt_start - $start" | bc)"
@@ -63,4 +64,4 @@ printf '  apt install                     %4d s   (%s)\n' $((apt_end - apt_start
 printf '  configure                       %4d s\n' $((configured - apt_end))
 printf '  compile keel                    %4d s\n' $((built - configured))
 printf '  the demo (backup, restore, diff, check) %.0f s\n' "$(echo "$end - $built" | bc)"
-grep '^demo:' "$run/demo.log"
+grep '^demo:' "$run/root/root/demo.log"
