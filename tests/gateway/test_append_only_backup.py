@@ -66,22 +66,29 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
                          "AccessDenied")
         return carol, keys
 
+    def append_only_backups(self, source, rng, runs, size, frozen_name, change=lambda run: None, **where):
+        """`runs` append-only backups of `source`, each after adding a file of `size` + run random
+        bytes (and `change(run)`); returns (snapshot id, a frozen copy of the source) for each."""
+        snapshots = []
+        for run in range(runs):
+            with open(os.path.join(source, f"file{run}"), "wb") as f:
+                f.write(rng.randbytes(size + run))
+            change(run)
+            p = self.keel("--json", "backup", "--append-only", source, **where)
+            frozen = os.path.join(self.tmp, f"{frozen_name}-{run}")
+            shutil.copytree(source, frozen)
+            snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))  # after the status lines
+        return snapshots
+
     def test_append_only_backups_survive_the_attack(self):
         self.keel("init", user="alice")
         rng = random.Random(18)
         source = os.path.join(self.tmp, "source")
         os.makedirs(source)
-        snapshots = []
-        for run in range(3):
-            with open(os.path.join(source, f"file{run}"), "wb") as f:
-                f.write(rng.randbytes((3 << 20) + run))
+        def change(run):
             with open(os.path.join(source, "changing"), "w") as f:
                 f.write(f"version {run}\n" * 1000)
-            p = self.keel("--json", "backup", "--append-only", source)
-            snapshot = json.loads(p.stdout.splitlines()[-1])["snapshot"]  # after the status lines
-            frozen = os.path.join(self.tmp, f"frozen-{run}")
-            shutil.copytree(source, frozen)
-            snapshots.append((snapshot, frozen))
+        snapshots = self.append_only_backups(source, rng, 3, 3 << 20, "frozen", change)
         # A job runs its backups the same way; retention rules (which forget) do not go with it.
         p = self.keel("job", "add", "vault", "--append-only", "--paths", source, "--schedule", "@daily",
                       "--keep-last", "3", expect=2)
@@ -126,14 +133,7 @@ class AppendOnlyBackup(KeelRepositoryTest, unittest.TestCase):
         rng = random.Random(1819)
         source = os.path.join(self.tmp, "garbage-source")
         os.makedirs(source)
-        snapshots = []
-        for run in range(2):
-            with open(os.path.join(source, f"file{run}"), "wb") as f:
-                f.write(rng.randbytes((1 << 20) + run))
-            p = self.keel("--json", "backup", "--append-only", source, repo=repo, state=host)
-            frozen = os.path.join(self.tmp, f"garbage-frozen-{run}")
-            shutil.copytree(source, frozen)
-            snapshots.append((json.loads(p.stdout.splitlines()[-1])["snapshot"], frozen))
+        snapshots = self.append_only_backups(source, rng, 2, 1 << 20, "garbage-frozen", repo=repo, state=host)
         # The owner's catalog knows both snapshots before the garbage arrives.
         self.keel("snapshots", user="alice", repo=repo, state=owner)
 
