@@ -124,6 +124,9 @@ std::shared_ptr<const BucketAccessRules> S3Api::load_access_rules(const std::str
   if (const std::string block = access_store_.setting(bucket, "public_access_block"); !block.empty()) {
     rules->public_access_block = decode_block(block);
   }
+  if (const std::string cors = access_store_.setting(bucket, "cors"); !cors.empty()) {
+    rules->cors = CorsConfiguration::parse(cors);
+  }
   return rules;
 }
 
@@ -463,6 +466,62 @@ std::unique_ptr<RequestBody> S3Api::put_ownership_controls(const Call& call) {
     store_access_setting(*bucket, "ownership", ownership);
     return Response{};
   });
+}
+
+Response S3Api::get_bucket_cors(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  std::lock_guard lock(mutex_);
+  if (!bucket->rules->cors) {
+    throw S3Error("NoSuchCORSConfiguration", "The CORS configuration does not exist");
+  }
+  return xml_response(bucket->rules->cors->to_xml());
+}
+
+std::unique_ptr<RequestBody> S3Api::put_bucket_cors(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  return small_body(call, [this, bucket](const std::string& body) {
+    // Stored as it parses back: what GetBucketCors shows is what applies.
+    store_access_setting(*bucket, "cors", CorsConfiguration::parse(body).to_xml());
+    return Response{};
+  });
+}
+
+std::shared_ptr<const BucketAccessRules> S3Api::rules_of(const std::string& bucket) {
+  std::lock_guard lock(mutex_);
+  const auto it = buckets_.find(bucket);
+  return it == buckets_.end() ? nullptr : it->second->rules;
+}
+
+Response S3Api::preflight(const S3Request& request) {
+  const std::string origin = request.header("origin");
+  if (origin.empty()) throw S3Error("BadRequest", "Insufficient information. Origin request header needed.");
+  const auto rules = rules_of(request.bucket);
+  if (!rules || !rules->cors) throw S3Error("AccessForbidden", "CORSResponse: CORS is not enabled for this bucket.");
+  const std::string method = request.header("access-control-request-method");
+  if (method.empty()) {
+    throw S3Error("BadRequest", "Insufficient information. Access-Control-Request-Method request header needed.");
+  }
+  const auto headers = requested_headers(request.header("access-control-request-headers"));
+  const CorsRule* rule = rules->cors->match(origin, method, headers);
+  if (!rule) {
+    throw S3Error("AccessForbidden", "CORSResponse: This CORS request is not allowed: no rule of the bucket lets "
+                                     "origin '" + origin + "' use " + method + " with these headers.");
+  }
+  Response r;
+  r.headers = cors_headers(*rule, origin, true, headers);
+  return r;
+}
+
+NameValues S3Api::cors_response_headers(const S3Request& request) {
+  const std::string origin = request.header("origin");
+  if (origin.empty() || request.bucket.empty()) return {};
+  const auto rules = rules_of(request.bucket);
+  if (!rules || !rules->cors) return {};
+  // The method asked about, as Ceph RGW reads it, else the request's own.
+  std::string method = request.header("access-control-request-method");
+  if (method.empty()) method = request.method;
+  const CorsRule* rule = rules->cors->match(origin, method);
+  return rule ? cors_headers(*rule, origin, false) : NameValues{};
 }
 
 Response S3Api::get_public_access_block(const Call& call) {

@@ -1,6 +1,7 @@
 // A bucket's access settings beyond the configuration's owner and grants, as
 // S3 clients set them: ACL, bucket policy, ownership controls and public
-// access block (stored in access_store.h, applied by S3Api::authorize).
+// access block (stored in access_store.h, applied by S3Api::authorize), and its
+// CORS configuration (answered by S3Api::begin).
 #pragma once
 
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "gateway/acl.h"
 #include "gateway/bucket_policy.h"
+#include "gateway/cors.h"
 
 namespace keel::gateway {
 
@@ -31,6 +33,7 @@ struct BucketAccessRules {
   std::optional<BucketPolicy> policy;
   std::string ownership;  // "", "BucketOwnerEnforced", "BucketOwnerPreferred" or "ObjectWriter"
   std::optional<PublicAccessBlock> public_access_block;
+  std::optional<CorsConfiguration> cors;
 
   // BucketOwnerEnforced: ACLs are disabled and grant nothing.
   bool acls_disabled() const { return ownership == "BucketOwnerEnforced"; }

@@ -117,6 +117,9 @@ const std::map<Operation, std::string_view>& action_exceptions() {
       {Operation::kGetPublicAccessBlock, "s3:GetBucketPublicAccessBlock"},
       {Operation::kPutPublicAccessBlock, "s3:PutBucketPublicAccessBlock"},
       {Operation::kDeletePublicAccessBlock, "s3:PutBucketPublicAccessBlock"},
+      {Operation::kGetBucketCors, "s3:GetBucketCORS"},
+      {Operation::kPutBucketCors, "s3:PutBucketCORS"},
+      {Operation::kDeleteBucketCors, "s3:PutBucketCORS"},
   };
   return kActions;
 }
@@ -253,8 +256,9 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
         }
       } else if (name == "Resource") {
         for (const auto& resource : strings(value, "Resource")) {
-          if (resource != bucket_arn && !resource.starts_with(bucket_arn + "/") && resource != "*" &&
-              !wildcard_match(resource, bucket_arn)) {
+          // The part before the first '/' names buckets; a pattern that takes in this bucket (as
+          // arn:aws:s3:::* does) is kept, one for other buckets only would never apply here.
+          if (resource != "*" && !wildcard_match(resource.substr(0, resource.find('/')), bucket_arn)) {
             malformed("Policy has invalid resource '" + resource + "': not this bucket or its objects");
           }
           statement.resources.push_back(resource);

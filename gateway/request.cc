@@ -25,8 +25,8 @@ std::string host_without_port(std::string_view host) {
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 19> kUnsupportedSubresources = {
-    "accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
+constexpr std::array<std::string_view, 18> kUnsupportedSubresources = {
+    "accelerate", "analytics", "encryption", "intelligent-tiering", "inventory",
     "lifecycle", "logging", "metrics", "notification",
     "replication", "requestPayment", "restore", "select",
     "tagging", "torrent", "website", "session", "renameObject",
@@ -46,20 +46,21 @@ void refuse_unsupported_subresources(const S3Request& request) {
   throw S3Error("MethodNotAllowed", request.method + " is not allowed on " + request.resource());
 }
 
-// ?acl, ?policy, ?policyStatus, ?ownershipControls and ?publicAccessBlock on a bucket.
+// ?acl, ?policy, ?policyStatus, ?ownershipControls, ?publicAccessBlock and ?cors on a bucket.
 std::optional<Operation> route_bucket_access(const S3Request& r) {
   struct Subresource {
     std::string_view name;
     Operation get, put;
     std::optional<Operation> remove;  // DELETE (an ACL cannot be deleted)
   };
-  static constexpr std::array<Subresource, 4> kSubresources = {{
+  static constexpr std::array<Subresource, 5> kSubresources = {{
       {"acl", Operation::kGetBucketAcl, Operation::kPutBucketAcl, std::nullopt},
       {"policy", Operation::kGetBucketPolicy, Operation::kPutBucketPolicy, Operation::kDeleteBucketPolicy},
       {"ownershipControls", Operation::kGetBucketOwnershipControls, Operation::kPutBucketOwnershipControls,
        Operation::kDeleteBucketOwnershipControls},
       {"publicAccessBlock", Operation::kGetPublicAccessBlock, Operation::kPutPublicAccessBlock,
        Operation::kDeletePublicAccessBlock},
+      {"cors", Operation::kGetBucketCors, Operation::kPutBucketCors, Operation::kDeleteBucketCors},
   }};
   // GetBucketPolicyStatus is answered by the GetBucketPolicy handler (a view of the policy).
   if (r.has_query("policyStatus")) {
@@ -128,7 +129,10 @@ bool is_valid_bucket_name(std::string_view name) {
   const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!alnum(name.front()) || !alnum(name.back())) return false;
   if (!std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '.' || c == '-'; })) return false;
-  if (name.find("..") != std::string_view::npos) return false;
+  // Each dot-separated label starts and ends with a letter or digit (DNS), so no "..", ".-" or "-.".
+  for (const std::string_view bad : {"..", ".-", "-."}) {
+    if (name.find(bad) != std::string_view::npos) return false;
+  }
   // Not an IPv4 address: four dot-separated runs of digits.
   const bool digits_and_dots = name.find_first_not_of("0123456789.") == std::string_view::npos;
   return !(digits_and_dots && std::count(name.begin(), name.end(), '.') == 3);
@@ -262,6 +266,7 @@ bool takes_body(Operation operation) {
     case Operation::kPutBucketPolicy:
     case Operation::kPutBucketOwnershipControls:
     case Operation::kPutPublicAccessBlock:
+    case Operation::kPutBucketCors:
       return true;
     default:
       return false;
@@ -269,7 +274,7 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 49> kNames = {
+  static constexpr std::array<std::string_view, 52> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
@@ -279,7 +284,8 @@ std::string_view operation_name(Operation operation) {
       "DeleteObjectTagging", "GetObjectAttributes", "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging",
       "GetBucketAcl", "PutBucketAcl", "GetObjectAcl", "PutObjectAcl", "GetBucketPolicy",
       "PutBucketPolicy", "DeleteBucketPolicy", "GetBucketOwnershipControls", "PutBucketOwnershipControls",
-      "DeleteBucketOwnershipControls", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock"};
+      "DeleteBucketOwnershipControls", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock",
+      "GetBucketCors", "PutBucketCors", "DeleteBucketCors"};
   return kNames[static_cast<size_t>(operation)];
 }
 

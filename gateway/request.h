@@ -98,6 +98,9 @@ enum class Operation {
   kGetPublicAccessBlock,
   kPutPublicAccessBlock,
   kDeletePublicAccessBlock,
+  kGetBucketCors,
+  kPutBucketCors,
+  kDeleteBucketCors,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

@@ -191,27 +191,21 @@ std::shared_ptr<S3Api::Bucket> S3Api::bucket_for(const Call& call, Access needed
   return bucket;
 }
 
-namespace {
-
-// A CORS preflight is not authenticated; with no CORS configuration (the
-// gateway has none) S3 answers 403, and 400 when it is not even a preflight.
-[[noreturn]] void refuse_preflight(const S3Request& request) {
-  if (!request.has_header("origin")) {
-    throw S3Error("BadRequest", "Insufficient information. Origin request header needed.");
-  }
-  throw S3Error("AccessForbidden", "CORSResponse: CORS is not enabled for this bucket.");
-}
-
-}  // namespace
-
 Exchange S3Api::begin(RequestHead head) {
   std::string resource = head.target.substr(0, head.target.find('?'));
   Exchange failed;
+  NameValues cors;  // Access-Control-* headers for a request with Origin, errors included
   try {
     S3Request request = parse_request(head.method, head.target, std::move(head.headers), config_.domains);
     request.client_address = head.client_address;
     resource = request.resource();
-    if (request.method == "OPTIONS") refuse_preflight(request);
+    // A CORS preflight is not authenticated (browsers send no credentials with it).
+    if (request.method == "OPTIONS") {
+      failed.response = preflight(request);
+      failed.response.headers.emplace_back("x-amz-request-id", head.request_id);
+      return failed;
+    }
+    cors = cors_response_headers(request);
     const Authentication auth = authenticate(request, config_.users, clock_());
     const Call call{request, *auth.user, auth};
     const Operation operation = route(request);
@@ -230,6 +224,7 @@ Exchange S3Api::begin(RequestHead head) {
     if (acl) exchange = apply_acl_after(std::move(exchange), call, operation, *acl);
     exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
+    exchange.response.headers.insert(exchange.response.headers.end(), cors.begin(), cors.end());
     if (over_rdma) exchange = rdma_->attach(request, auth, operation, std::move(exchange), head.request_id);
     return exchange;
   } catch (const S3Error& e) {
@@ -237,6 +232,7 @@ Exchange S3Api::begin(RequestHead head) {
   } catch (const Error& e) {
     failed.response = error_response(S3Error("InternalError", e.what()), resource, head.request_id);
   }
+  failed.response.headers.insert(failed.response.headers.end(), cors.begin(), cors.end());
   return failed;
 }
 
@@ -293,6 +289,9 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kGetPublicAccessBlock: return respond(get_public_access_block(call));
     case Operation::kPutPublicAccessBlock: return read_body(put_public_access_block(call));
     case Operation::kDeletePublicAccessBlock: return respond(delete_bucket_setting(call, "public_access_block"));
+    case Operation::kGetBucketCors: return respond(get_bucket_cors(call));
+    case Operation::kPutBucketCors: return read_body(put_bucket_cors(call));
+    case Operation::kDeleteBucketCors: return respond(delete_bucket_setting(call, "cors"));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }

@@ -142,8 +142,15 @@ class S3Api final : public RequestHandler {
   std::unique_ptr<RequestBody> put_ownership_controls(const Call& call);
   Response get_public_access_block(const Call& call);
   std::unique_ptr<RequestBody> put_public_access_block(const Call& call);
-  // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock}.
+  Response get_bucket_cors(const Call& call);
+  std::unique_ptr<RequestBody> put_bucket_cors(const Call& call);
+  // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock,BucketCors}.
   Response delete_bucket_setting(const Call& call, const std::string& name);
+  // CORS (gateway/cors.h): the answer to a preflight (OPTIONS), and the
+  // Access-Control-* headers of another request that carries Origin.
+  Response preflight(const S3Request& request);
+  NameValues cors_response_headers(const S3Request& request);
+  std::shared_ptr<const BucketAccessRules> rules_of(const std::string& bucket);
 
   // Object tagging.
   Response get_tagging(const Call& call);

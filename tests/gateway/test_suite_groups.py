@@ -297,6 +297,86 @@ class SuiteGroupsTest(unittest.TestCase):
         url = self.s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"}, ExpiresIn=100000)
         self.assertEqual(requests.get(url, timeout=10).content, b"v")
 
+    def test_policy_for_every_bucket_is_kept(self):
+        """A policy whose Resource takes in every bucket (arn:aws:s3:::*) applies to this one, and
+        GetBucketPolicy's copy can be put on another bucket (keel once refused both)."""
+        first, second = self.new_bucket(), self.new_bucket()
+        for bucket in (first, second):
+            self.s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+        self.assertEqual(self.code(lambda: self.bob.list_objects(Bucket=first)), "AccessDenied")
+        self.s3.put_bucket_policy(Bucket=first, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "s3:ListBucket",
+            "Resource": ["arn:aws:s3:::*", "arn:aws:s3:::*/*"]}]}))
+        self.s3.put_bucket_policy(Bucket=second, Policy=self.s3.get_bucket_policy(Bucket=first)["Policy"])
+        for bucket in (first, second):
+            self.assertEqual([o["Key"] for o in self.bob.list_objects_v2(Bucket=bucket)["Contents"]], ["k"])
+        # Only ListBucket was granted.
+        self.assertEqual(self.code(lambda: self.bob.get_object(Bucket=second, Key="k")), "AccessDenied")
+        self.assertEqual(self.code(lambda: self.s3.put_bucket_policy(Bucket=first, Policy=json.dumps({
+            "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket",
+                           "Resource": "arn:aws:s3:::someone-else*"}]}))), "MalformedPolicy")
+
+    def test_cors_configuration_and_browser_requests(self):
+        if self.mode != "raw":
+            self.skipTest("CORS is a bucket setting: the raw gateway covers it")
+        s3, code = self.s3, self.code
+        bucket = self.new_bucket(ACL="public-read")
+        url = f"{self.gateway.urls['http']}/{bucket}"
+
+        def answer(method, path="", **headers):
+            r = requests.request(method, url + path, headers=headers, timeout=10)
+            return r.status_code, r.headers.get("access-control-allow-origin"), r.headers.get(
+                "access-control-allow-methods")
+
+        self.assertEqual(code(lambda: s3.get_bucket_cors(Bucket=bucket)), "NoSuchCORSConfiguration")
+        self.assertEqual(answer("OPTIONS", Origin="a.suffix", **{"Access-Control-Request-Method": "GET"}),
+                         (403, None, None))
+        rules = [{"AllowedMethods": ["GET"], "AllowedOrigins": ["*suffix"]},
+                 {"AllowedMethods": ["GET", "HEAD"], "AllowedOrigins": ["start*end"], "ExposeHeaders": ["ETag"],
+                  "MaxAgeSeconds": 60},
+                 {"AllowedMethods": ["PUT"], "AllowedOrigins": ["*.put"], "AllowedHeaders": ["x-amz-*"]}]
+        s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": rules})
+        self.assertEqual(s3.get_bucket_cors(Bucket=bucket)["CORSRules"], rules)
+        self.assertEqual(code(lambda: self.bob.get_bucket_cors(Bucket=bucket)), "AccessDenied")
+        self.assertEqual(code(lambda: s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": [
+            {"AllowedMethods": ["PATCH"], "AllowedOrigins": ["*"]}]})), "InvalidRequest")
+        self.assertEqual(code(lambda: s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": [
+            {"AllowedMethods": ["GET"], "AllowedOrigins": ["*a*"]}]})), "InvalidRequest")
+
+        # Actual requests: the first matching rule's headers, also on errors; none without a match.
+        self.assertEqual(answer("GET"), (200, None, None))
+        self.assertEqual(answer("GET", Origin="foo.suffix"), (200, "foo.suffix", "GET"))
+        self.assertEqual(answer("GET", Origin="foo.suffix.get"), (200, None, None))
+        self.assertEqual(answer("GET", Origin="start12end"), (200, "start12end", "GET, HEAD"))
+        self.assertEqual(answer("GET", Origin="0start12end"), (200, None, None))
+        self.assertEqual(answer("GET", "/missing", Origin="foo.suffix"), (404, "foo.suffix", "GET"))
+        self.assertEqual(answer("PUT", "/k", Origin="foo.put"), (403, "foo.put", "PUT"))
+        self.assertEqual(answer("PUT", "/k", Origin="foo.suffix"), (403, None, None))
+        head = requests.head(url, headers={"Origin": "startend"}, timeout=10).headers
+        self.assertEqual((head.get("access-control-expose-headers"), head.get("access-control-allow-credentials")),
+                         ("ETag", "true"))
+
+        # Preflights: Origin and Access-Control-Request-Method needed; the requested headers must be allowed.
+        self.assertEqual(answer("OPTIONS"), (400, None, None))
+        self.assertEqual(answer("OPTIONS", Origin="foo.suffix"), (400, None, None))
+        self.assertEqual(answer("OPTIONS", "/k", Origin="foo.suffix", **{"Access-Control-Request-Method": "GET"}),
+                         (200, "foo.suffix", "GET"))
+        self.assertEqual(answer("OPTIONS", Origin="foo.bar", **{"Access-Control-Request-Method": "GET"}),
+                         (403, None, None))
+        self.assertEqual(answer("OPTIONS", Origin="foo.put", **{"Access-Control-Request-Method": "GET"}),
+                         (403, None, None))
+        put_preflight = {"Access-Control-Request-Method": "PUT", "Access-Control-Request-Headers": "X-Amz-Date, x-amz-acl"}
+        r = requests.options(url + "/k", headers={"Origin": "a.put", **put_preflight}, timeout=10)
+        self.assertEqual((r.status_code, r.headers.get("access-control-allow-headers")), (200, "x-amz-date, x-amz-acl"))
+        put_preflight["Access-Control-Request-Headers"] = "content-md5"
+        self.assertEqual(answer("OPTIONS", "/k", Origin="a.put", **put_preflight), (403, None, None))
+        r = requests.options(url, headers={"Origin": "start1end", "Access-Control-Request-Method": "HEAD"}, timeout=10)
+        self.assertEqual(r.headers.get("access-control-max-age"), "60")
+
+        s3.delete_bucket_cors(Bucket=bucket)
+        self.assertEqual(code(lambda: s3.get_bucket_cors(Bucket=bucket)), "NoSuchCORSConfiguration")
+        self.assertEqual(answer("GET", Origin="foo.suffix"), (200, None, None))
+
 
 class DedupeSuiteGroupsTest(SuiteGroupsTest):
     mode = "dedupe"

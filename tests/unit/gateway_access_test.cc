@@ -261,6 +261,15 @@ TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {
   CHECK(code(R"({"Version": "2012-10-17"})") == "MalformedPolicy");
   CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::other/*"}]})") ==
         "MalformedPolicy");
+  // Patterns that take in this bucket among others are kept (a policy copied from bucket to bucket).
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": ["arn:aws:s3:::*", "arn:aws:s3:::*/*"]}]})") == "");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::pho?os/*"}]})") == "");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::oth*/*"}]})") ==
+        "MalformedPolicy");
+  const BucketPolicy any = BucketPolicy::parse(
+      R"({"Statement": {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket",
+          "Resource": ["arn:aws:s3:::*", "arn:aws:s3:::*/*"]}})", "photos", kUsers);
+  CHECK(any.evaluate(ask("s3:ListBucket", "arn:aws:s3:::photos", "bob")) == PolicyEffect::kAllow);
   CHECK(code(R"({"Statement": [{"Effect": "Maybe", "Principal": "*", "Action": "s3:GetObject",
                  "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
   CHECK(code(R"({"Statement": [{"Effect": "Allow", "Principal": {"AWS": "mallory"}, "Action": "s3:GetObject",

@@ -294,6 +294,9 @@ TEST_CASE("requests: path-style and virtual-hosted addressing, routing", "[gatew
   CHECK(is_valid_bucket_name("my.bucket-1"));
   CHECK(!is_valid_bucket_name("192.168.1.1"));
   CHECK(!is_valid_bucket_name("a..b"));
+  CHECK(!is_valid_bucket_name("foo.-bar"));
+  CHECK(!is_valid_bucket_name("foo-.bar"));
+  CHECK(is_valid_bucket_name("foo-bar.baz-1"));
   CHECK(!is_valid_bucket_name("ab"));
 }
 
