@@ -5,6 +5,7 @@
 #include <boost/property_tree/ptree.hpp>
 
 #include "gateway/access_rules.h"
+#include "gateway/encryption.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
 #include "gateway/tagging.h"
@@ -484,6 +485,36 @@ std::unique_ptr<RequestBody> S3Api::put_bucket_cors(const Call& call) {
     store_access_setting(*bucket, "cors", CorsConfiguration::parse(body).to_xml());
     return Response{};
   });
+}
+
+Response S3Api::get_bucket_encryption(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  std::string configuration;
+  {
+    std::lock_guard lock(mutex_);
+    configuration = access_store_.setting(bucket->record.name, "encryption");
+  }
+  if (configuration.empty()) {
+    throw S3Error("ServerSideEncryptionConfigurationNotFoundError",
+                  "The server side encryption configuration was not found");
+  }
+  return xml_response(configuration);
+}
+
+std::unique_ptr<RequestBody> S3Api::put_bucket_encryption(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kOwner);
+  return small_body(call, [this, bucket](const std::string& body) {
+    const std::string configuration = encryption_configuration(body);
+    if (!encrypted_at_rest(bucket->record.name)) throw unencrypted_bucket(bucket->record.name, "default encryption");
+    store_access_setting(*bucket, "encryption", configuration);
+    return Response{};
+  });
+}
+
+bool S3Api::encrypted_at_rest(const std::string& bucket) {
+  std::lock_guard lock(mutex_);
+  const auto it = buckets_.find(bucket);
+  return it != buckets_.end() && it->second->record.mode == bucket_mode_name(BucketMode::kDedupe);
 }
 
 std::shared_ptr<const BucketAccessRules> S3Api::rules_of(const std::string& bucket) {

@@ -20,7 +20,8 @@ class AccessStore {
   AccessStore(const AccessStore&) = delete;
   AccessStore& operator=(const AccessStore&) = delete;
 
-  // A bucket's setting ("acl", "policy", "ownership", "public_access_block", "cors"), "" when unset.
+  // A bucket's setting ("acl", "policy", "ownership", "public_access_block", "cors",
+  // "encryption"), "" when unset.
   std::string setting(const std::string& bucket, const std::string& name);
   // An empty value removes the setting.
   void set_setting(const std::string& bucket, const std::string& name, const std::string& value);

@@ -120,6 +120,9 @@ const std::map<Operation, std::string_view>& action_exceptions() {
       {Operation::kGetBucketCors, "s3:GetBucketCORS"},
       {Operation::kPutBucketCors, "s3:PutBucketCORS"},
       {Operation::kDeleteBucketCors, "s3:PutBucketCORS"},
+      {Operation::kGetBucketEncryption, "s3:GetEncryptionConfiguration"},
+      {Operation::kPutBucketEncryption, "s3:PutEncryptionConfiguration"},
+      {Operation::kDeleteBucketEncryption, "s3:PutEncryptionConfiguration"},
   };
   return kActions;
 }

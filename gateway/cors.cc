@@ -4,6 +4,7 @@
 #include <set>
 
 #include "gateway/bucket_policy.h"
+#include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
 #include "gateway/xml_reader.h"
 #include "util/text.h"
@@ -78,7 +79,7 @@ CorsConfiguration CorsConfiguration::parse(const std::string& xml) {
 
 std::string CorsConfiguration::to_xml() const {
   XmlWriter xml;
-  xml.open("CORSConfiguration", "http://s3.amazonaws.com/doc/2006-03-01/");
+  xml.open("CORSConfiguration", kS3Namespace);
   for (const auto& r : rules_) {
     xml.open("CORSRule");
     if (!r.id.empty()) xml.element("ID", r.id);

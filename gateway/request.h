@@ -101,6 +101,9 @@ enum class Operation {
   kGetBucketCors,
   kPutBucketCors,
   kDeleteBucketCors,
+  kGetBucketEncryption,
+  kPutBucketEncryption,
+  kDeleteBucketEncryption,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

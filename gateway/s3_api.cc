@@ -8,6 +8,7 @@
 #include "gateway/acl.h"
 #include "gateway/aws_chunked.h"
 #include "gateway/dedupe_storage.h"
+#include "gateway/encryption.h"
 #include "gateway/garbage_collection.h"
 #include "gateway/payload_checks.h"
 #include "gateway/raw_files.h"
@@ -214,6 +215,8 @@ Exchange S3Api::begin(RequestHead head) {
         (operation == Operation::kListBuckets || operation == Operation::kCreateBucket)) {
       throw S3Error("AccessDenied", "anonymous requests cannot list or create buckets; sign the request");
     }
+    const bool encrypted = encrypted_at_rest(request.bucket);
+    check_encryption_headers(request, operation, encrypted);
     const std::optional<Acl> acl = requested_acl(call, operation);
     const bool over_rdma = request.has_header(targets::rdma::kTokenHeader) && carries_rdma_payload(operation);
     if (over_rdma && !rdma_) {
@@ -224,6 +227,9 @@ Exchange S3Api::begin(RequestHead head) {
     if (acl) exchange = apply_acl_after(std::move(exchange), call, operation, *acl);
     exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
+    if (encrypted && reports_encryption(operation) && exchange.response.status < 300) {
+      exchange.response.headers.emplace_back("x-amz-server-side-encryption", "AES256");
+    }
     exchange.response.headers.insert(exchange.response.headers.end(), cors.begin(), cors.end());
     if (over_rdma) exchange = rdma_->attach(request, auth, operation, std::move(exchange), head.request_id);
     return exchange;
@@ -292,6 +298,9 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kGetBucketCors: return respond(get_bucket_cors(call));
     case Operation::kPutBucketCors: return read_body(put_bucket_cors(call));
     case Operation::kDeleteBucketCors: return respond(delete_bucket_setting(call, "cors"));
+    case Operation::kGetBucketEncryption: return respond(get_bucket_encryption(call));
+    case Operation::kPutBucketEncryption: return read_body(put_bucket_encryption(call));
+    case Operation::kDeleteBucketEncryption: return respond(delete_bucket_setting(call, "encryption"));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }

@@ -144,7 +144,11 @@ class S3Api final : public RequestHandler {
   std::unique_ptr<RequestBody> put_public_access_block(const Call& call);
   Response get_bucket_cors(const Call& call);
   std::unique_ptr<RequestBody> put_bucket_cors(const Call& call);
-  // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock,BucketCors}.
+  // SSE-S3 on dedupe buckets (gateway/encryption.h).
+  Response get_bucket_encryption(const Call& call);
+  std::unique_ptr<RequestBody> put_bucket_encryption(const Call& call);
+  bool encrypted_at_rest(const std::string& bucket);
+  // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock,BucketCors,BucketEncryption}.
   Response delete_bucket_setting(const Call& call, const std::string& name);
   // CORS (gateway/cors.h): the answer to a preflight (OPTIONS), and the
   // Access-Control-* headers of another request that carries Origin.

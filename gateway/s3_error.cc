@@ -60,6 +60,7 @@ constexpr std::array kCodes = {
     CodeStatus{"NoSuchObjectLockConfiguration", 404},
     CodeStatus{"NoSuchTagSet", 404},
     CodeStatus{"NoSuchCORSConfiguration", 404},
+    CodeStatus{"ServerSideEncryptionConfigurationNotFoundError", 404},
     CodeStatus{"NoSuchPublicAccessBlockConfiguration", 404},
     CodeStatus{"NoSuchUpload", 404},
     CodeStatus{"NoSuchVersion", 404},

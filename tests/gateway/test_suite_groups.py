@@ -377,6 +377,50 @@ class SuiteGroupsTest(unittest.TestCase):
         self.assertEqual(code(lambda: s3.get_bucket_cors(Bucket=bucket)), "NoSuchCORSConfiguration")
         self.assertEqual(answer("GET", Origin="foo.suffix"), (200, None, None))
 
+    def test_server_side_encryption_only_where_it_holds(self):
+        """SSE-S3 (AES256) is what a dedupe bucket does anyway (the repository's AES-256-GCM): it is
+        accepted and reported there; a raw bucket, whose files are plain, refuses it. SSE-KMS and
+        customer keys are refused everywhere (keel once accepted all of them and stored plain files)."""
+        s3, code = self.s3, self.code
+        bucket = self.new_bucket()
+        dedupe = self.mode == "dedupe"
+        self.assertEqual(code(lambda: s3.get_bucket_encryption(Bucket=bucket)),
+                         "ServerSideEncryptionConfigurationNotFoundError")
+        rule = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
+        if dedupe:
+            s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=rule)
+            self.assertEqual(s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+                             ["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"], "AES256")
+            put = s3.put_object(Bucket=bucket, Key="k", Body=b"v", ServerSideEncryption="AES256")
+            self.assertEqual(put["ServerSideEncryption"], "AES256")
+            self.assertEqual(s3.head_object(Bucket=bucket, Key="k")["ServerSideEncryption"], "AES256")
+            upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", ServerSideEncryption="AES256")
+            self.assertEqual(upload["ServerSideEncryption"], "AES256")
+            part = s3.upload_part(Bucket=bucket, Key="mp", UploadId=upload["UploadId"], PartNumber=1, Body=b"p")
+            done = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload["UploadId"], MultipartUpload={
+                "Parts": [{"ETag": part["ETag"], "PartNumber": 1}]})
+            self.assertEqual(done["ServerSideEncryption"], "AES256")
+            s3.delete_bucket_encryption(Bucket=bucket)
+            self.assertEqual(code(lambda: s3.get_bucket_encryption(Bucket=bucket)),
+                             "ServerSideEncryptionConfigurationNotFoundError")
+        else:
+            self.assertEqual(code(lambda: s3.put_bucket_encryption(Bucket=bucket,
+                                                                   ServerSideEncryptionConfiguration=rule)),
+                             "InvalidArgument")
+            self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="k", Body=b"v",
+                                                        ServerSideEncryption="AES256")), "InvalidArgument")
+            s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+            self.assertNotIn("ServerSideEncryption", s3.get_object(Bucket=bucket, Key="k"))
+        customer_key = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}
+        for refused in ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "key-1"}, {"SSEKMSKeyId": "key-1"},
+                        {"ServerSideEncryption": "aes:kms"}, customer_key):
+            self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="x", Body=b"v", **refused)),
+                             "InvalidArgument", refused)
+        self.assertEqual(code(lambda: s3.head_object(Bucket=bucket, Key="k", **customer_key)), "400")
+        self.assertEqual(code(lambda: s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]})), "InvalidArgument")
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="k")["Body"].read(), b"v")
+
 
 class DedupeSuiteGroupsTest(SuiteGroupsTest):
     mode = "dedupe"
