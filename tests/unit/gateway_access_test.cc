@@ -1,12 +1,15 @@
 // ACLs and bucket policies of the gateway: canned ACLs, grant headers and
 // documents, evaluation with public-access-block's IgnorePublicAcls; policy
 // parsing, Allow/Deny by principal, action, resource, aws:SourceIp and
-// s3:prefix; routing of the access subresources.
+// s3:prefix; routing of the access subresources; CORS rules; which server-side
+// encryption requests a bucket can honour.
 #include <map>
 #include <catch2/catch.hpp>
 
 #include "gateway/acl.h"
 #include "gateway/bucket_policy.h"
+#include "gateway/cors.h"
+#include "gateway/encryption.h"
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
 #include "tests/unit/s3_error_code.h"
@@ -312,4 +315,74 @@ TEST_CASE("routing: the access subresources", "[gateway][acl]") {
   CHECK(op("DELETE", "/bk1?publicAccessBlock") == Operation::kDeletePublicAccessBlock);
   CHECK(error_code([&] { op("DELETE", "/bk1?acl"); }) == "MethodNotAllowed");
   CHECK(takes_body(Operation::kPutBucketPolicy));
+}
+
+TEST_CASE("cors: rules parsed, matched in order, refused when S3 refuses them", "[gateway][acl]") {
+  const auto config = CorsConfiguration::parse(R"(<CORSConfiguration>
+      <CORSRule><AllowedOrigin>*.example.com</AllowedOrigin><AllowedMethod>GET</AllowedMethod>
+        <AllowedHeader>x-amz-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>30</MaxAgeSeconds></CORSRule>
+      <CORSRule><ID>any</ID><AllowedOrigin>*</AllowedOrigin><AllowedMethod>HEAD</AllowedMethod><AllowedMethod>GET</AllowedMethod></CORSRule>
+    </CORSConfiguration>)");
+  REQUIRE(config.rules().size() == 2);
+  CHECK(config.match("https://a.example.com", "GET", {"x-amz-date"}) == &config.rules()[0]);
+  // The first rule does not allow content-md5; the second allows no headers at all.
+  CHECK(config.match("https://a.example.com", "GET", {"content-md5"}) == nullptr);
+  CHECK(config.match("https://other.org", "HEAD") == &config.rules()[1]);
+  CHECK(config.match("https://other.org", "PUT") == nullptr);
+  const NameValues preflight = cors_headers(config.rules()[0], "https://a.example.com", true, {"x-amz-date"});
+  CHECK(preflight == NameValues{{"access-control-allow-origin", "https://a.example.com"},
+                                {"access-control-allow-methods", "GET"},
+                                {"access-control-allow-credentials", "true"},
+                                {"access-control-expose-headers", "ETag"},
+                                {"access-control-allow-headers", "x-amz-date"},
+                                {"access-control-max-age", "30"},
+                                {"vary", "Origin, Access-Control-Request-Headers, Access-Control-Request-Method"}});
+  CHECK(cors_headers(config.rules()[1], "https://other.org", false).front().second == "*");
+  CHECK(requested_headers(" X-Amz-Date ,content-type,, ") == std::vector<std::string>{"x-amz-date", "content-type"});
+  CHECK(CorsConfiguration::parse(config.to_xml()).to_xml() == config.to_xml());
+
+  const auto code = [](const std::string& rule) {
+    return error_code([&] { CorsConfiguration::parse("<CORSConfiguration>" + rule + "</CORSConfiguration>"); });
+  };
+  CHECK(code("") == "MalformedXML");
+  CHECK(code("<CORSRule><AllowedMethod>GET</AllowedMethod></CORSRule>") == "MalformedXML");
+  CHECK(code("<CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PATCH</AllowedMethod></CORSRule>") ==
+        "InvalidRequest");
+  CHECK(code("<CORSRule><AllowedOrigin>*a*</AllowedOrigin><AllowedMethod>GET</AllowedMethod></CORSRule>") ==
+        "InvalidRequest");
+  CHECK(code("<CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+             "<MaxAgeSeconds>soon</MaxAgeSeconds></CORSRule>") == "MalformedXML");
+}
+
+TEST_CASE("encryption: SSE-S3 where objects are encrypted at rest, nothing the gateway cannot keep", "[gateway][acl]") {
+  const auto code = [](Operation operation, NameValues headers, bool encrypted) {
+    return error_code([&] { check_encryption_headers(with_headers(std::move(headers)), operation, encrypted); });
+  };
+  const NameValues sse_s3 = {{"x-amz-server-side-encryption", "AES256"}};
+  CHECK(code(Operation::kPutObject, sse_s3, true) == "");
+  CHECK(code(Operation::kCreateMultipartUpload, sse_s3, true) == "");
+  CHECK(code(Operation::kPutObject, {}, false) == "");
+  CHECK(code(Operation::kPutObject, sse_s3, false) == "InvalidArgument");
+  CHECK(code(Operation::kCopyObject, sse_s3, false) == "InvalidArgument");
+  CHECK(code(Operation::kHeadObject, sse_s3, true) == "InvalidArgument");
+  CHECK(code(Operation::kPutObject, {{"x-amz-server-side-encryption", "aws:kms"}}, true) == "InvalidArgument");
+  CHECK(code(Operation::kPutObject, {{"x-amz-server-side-encryption-aws-kms-key-id", "k"}}, true) ==
+        "InvalidArgument");
+  CHECK(code(Operation::kUploadPart, {{"x-amz-server-side-encryption-customer-algorithm", "AES256"}}, true) ==
+        "InvalidArgument");
+  CHECK(code(Operation::kGetObject, {{"x-amz-server-side-encryption-customer-key", "a2V5"}}, true) ==
+        "InvalidArgument");
+  // Not an object's write or read: the headers mean nothing there.
+  CHECK(code(Operation::kListObjectsV2, sse_s3, false) == "");
+  CHECK(reports_encryption(Operation::kCompleteMultipartUpload));
+  CHECK_FALSE(reports_encryption(Operation::kDeleteObject));
+
+  CHECK(encryption_configuration(R"(<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>
+      <SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>)")
+            .find("<SSEAlgorithm>AES256</SSEAlgorithm>") != std::string::npos);
+  CHECK(error_code([] {
+          encryption_configuration(R"(<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>
+            <SSEAlgorithm>aws:kms</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>)");
+        }) == "InvalidArgument");
+  CHECK(error_code([] { encryption_configuration("<ServerSideEncryptionConfiguration/>"); }) == "MalformedXML");
 }
