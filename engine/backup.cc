@@ -38,8 +38,11 @@ constexpr size_t kTreesPerTransaction = 1024;
 // Chunks go to the workers in batches of up to this many bytes or chunks:
 // a task per chunk cost a wake-up and a context switch per small file, and
 // a worker names the chunks of a batch together, several at a time
-// (chunk_ids), which needs several chunks of large files in one batch.
+// (chunk_ids), which needs several chunks of large files in one batch. A
+// small --memory makes batches smaller (down to kMinBatchBytes), so that
+// several still fit the chunk budget at once and every worker has one.
 constexpr size_t kBatchBytes = 8u << 20;
+constexpr size_t kMinBatchBytes = 1u << 20;
 constexpr size_t kBatchChunks = 64;
 
 bool all_zero(ByteView data) {
@@ -116,7 +119,8 @@ class BackupRun : public SourceSink {
         read_buffers_(read_buffer_size(repo.config()), read_buffer_count(repo.config(), options)),
         uploads_(4, 16),
         packs_(repo.content(), pack_options(repo.config(), progress.stage_cpu), uploads_, part_budget_),
-        workers_(worker_count(options), 64) {}
+        workers_(worker_count(options), 64),
+        batch_limit_(std::clamp(options.memory_budget / 2 / (2 * worker_count(options)), kMinBatchBytes, kBatchBytes)) {}
 
   // Walks the source and returns the root tree once every blob is durable.
   Id run(Source& source) {
@@ -344,7 +348,7 @@ class BackupRun : public SourceSink {
     file->pending.fetch_add(1);
     batch_.push_back({file, std::move(ref), buf, data});
     batch_bytes_ += length;
-    if (batch_bytes_ >= kBatchBytes || batch_.size() >= kBatchChunks) submit_batch();
+    if (batch_bytes_ >= batch_limit_ || batch_.size() >= kBatchChunks) submit_batch();
   }
 
   // Hands the batched chunks to a worker. Called before the walker waits
@@ -504,6 +508,7 @@ class BackupRun : public SourceSink {
   ThreadPool uploads_;
   ContentWriter packs_;
   ThreadPool workers_;
+  const size_t batch_limit_;  // bytes of chunks per worker task
 
   std::vector<std::unique_ptr<DirFrame>> stack_;
   std::deque<std::unique_ptr<DirFrame>> closed_;
