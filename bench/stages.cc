@@ -16,6 +16,7 @@
 #include "engine/compress.h"
 #include "engine/crypto.h"
 #include "util/checksum.h"
+#include "util/hmac_sha256_lanes.h"
 
 namespace keel::engine {
 namespace {
@@ -127,6 +128,24 @@ void BM_keyed_id(benchmark::State& state) {
   set_chunk_throughput(state, size);
 }
 BENCHMARK(BM_keyed_id)->Arg(4096)->Arg(kChunkSize);
+
+// Chunk ids as a backup worker computes them: a batch of `lanes` chunks named
+// together (util/hmac_sha256_lanes.h), 1 MiB each. Arg: chunks per call.
+void BM_keyed_ids(benchmark::State& state) {
+  const size_t lanes = static_cast<size_t>(state.range(0));
+  const Bytes& input = random_input();
+  const HmacSha256Lanes hmac(bench_key());
+  std::vector<ByteView> chunks(lanes);
+  std::vector<HmacSha256Lanes::Digest> ids(lanes);
+  size_t index = 0;
+  for (auto _ : state) {
+    for (ByteView& c : chunks) c = chunk_at(input, index++);
+    hmac.digest(chunks, ids);
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * lanes * kChunkSize));
+}
+BENCHMARK(BM_keyed_ids)->Arg(1)->Arg(2)->Arg(4)->Arg(8);
 
 void BM_seal(benchmark::State& state) {
   const Bytes& input = random_input();

@@ -36,8 +36,13 @@ constexpr size_t kReadSize = 8u << 20;
 constexpr size_t kTreesPerTransaction = 1024;
 
 // Chunks go to the workers in batches of up to this many bytes or chunks:
-// a task per chunk cost a wake-up and a context switch per small file.
-constexpr size_t kBatchBytes = 1u << 20;
+// a task per chunk cost a wake-up and a context switch per small file, and
+// a worker names the chunks of a batch together, several at a time
+// (chunk_ids), which needs several chunks of large files in one batch. A
+// small --memory makes batches smaller (down to kMinBatchBytes), so that
+// several still fit the chunk budget at once and every worker has one.
+constexpr size_t kBatchBytes = 8u << 20;
+constexpr size_t kMinBatchBytes = 1u << 20;
 constexpr size_t kBatchChunks = 64;
 
 bool all_zero(ByteView data) {
@@ -111,12 +116,11 @@ class BackupRun : public SourceSink {
         index_(repo.catalog()),
         chunk_budget_(options.memory_budget / 2),
         part_budget_(options.memory_budget / 2),
-        // Chunks in flight pin the buffers they lie in; two more for the walker.
-        read_buffers_(std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2,
-                      options.memory_budget / 2 / (std::max(kReadSize, size_t{repo.config().chunker.max_size}) * 2) + 2),
+        read_buffers_(read_buffer_size(repo.config()), read_buffer_count(repo.config(), options)),
         uploads_(4, 16),
         packs_(repo.content(), pack_options(repo.config(), progress.stage_cpu), uploads_, part_budget_),
-        workers_(options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency()), 64) {}
+        workers_(worker_count(options), 64),
+        batch_limit_(std::clamp(options.memory_budget / 2 / (2 * worker_count(options)), kMinBatchBytes, kBatchBytes)) {}
 
   // Walks the source and returns the root tree once every blob is durable.
   Id run(Source& source) {
@@ -204,6 +208,20 @@ class BackupRun : public SourceSink {
   }
 
  private:
+  static size_t worker_count(const BackupOptions& o) {
+    return o.workers ? o.workers : std::max(1u, std::thread::hardware_concurrency());
+  }
+  static size_t read_buffer_size(const RepoConfig& c) {
+    return std::max(kReadSize, size_t{c.chunker.max_size}) * 2;
+  }
+  // Chunks in flight pin the buffers they lie in, two more for the walker;
+  // at most two a worker, though: the walker is faster than the workers, so
+  // it keeps every buffer it may have full, and each fresh buffer costs its
+  // first touch once per process (16 MiB of page faults and clearing),
+  // while two batches queued per worker keep them busy.
+  static size_t read_buffer_count(const RepoConfig& c, const BackupOptions& o) {
+    return std::min(o.memory_budget / 2 / read_buffer_size(c), 2 * worker_count(o)) + 2;
+  }
   static PackWriterOptions pack_options(const RepoConfig& c, StageCpu& cpu) { return {c.pack_size, c.part_size, &cpu}; }
 
   void check_cancel() {
@@ -330,7 +348,7 @@ class BackupRun : public SourceSink {
     file->pending.fetch_add(1);
     batch_.push_back({file, std::move(ref), buf, data});
     batch_bytes_ += length;
-    if (batch_bytes_ >= kBatchBytes || batch_.size() >= kBatchChunks) submit_batch();
+    if (batch_bytes_ >= batch_limit_ || batch_.size() >= kBatchChunks) submit_batch();
   }
 
   // Hands the batched chunks to a worker. Called before the walker waits
@@ -356,6 +374,8 @@ class BackupRun : public SourceSink {
         }
       } done{*this, jobs, next, bytes};
       StageClock clock(&progress_.stage_cpu);
+      name_chunks(jobs);
+      clock.lap(Stage::kHash);
       for (; next < jobs.size(); ++next) {
         store_chunk(jobs[next].data, jobs[next].ref->ref, clock);
         jobs[next].file->chunk_done();
@@ -364,9 +384,19 @@ class BackupRun : public SourceSink {
     walk_clock_.skip();  // waiting for budget or queue room is no stage's
   }
 
-  // Runs on a worker: names, dedupes, compresses, seals and packs a chunk.
+  // Runs on a worker: the ids of a batch's chunks, computed together.
+  void name_chunks(const std::vector<ChunkJob>& jobs) {
+    thread_local std::vector<ByteView> chunks;
+    thread_local std::vector<Id> ids;
+    chunks.clear();
+    for (const ChunkJob& job : jobs) chunks.push_back(job.data);
+    ids.resize(jobs.size());
+    chunk_ids(repo_, chunks, ids);
+    for (size_t i = 0; i < jobs.size(); ++i) jobs[i].ref->ref.chunk = ids[i];
+  }
+
+  // Runs on a worker: dedupes, compresses, seals and packs a named chunk.
   void store_chunk(ByteView data, ContentRef& ref, StageClock& clock) {
-    ref.chunk = chunk_id(repo_, data);
     const bool claimed = index_.claim(ref.chunk);  // dedupe: only the first of equal chunks is stored
     clock.lap(Stage::kHash);
     if (!claimed) return;
@@ -478,6 +508,7 @@ class BackupRun : public SourceSink {
   ThreadPool uploads_;
   ContentWriter packs_;
   ThreadPool workers_;
+  const size_t batch_limit_;  // bytes of chunks per worker task
 
   std::vector<std::unique_ptr<DirFrame>> stack_;
   std::deque<std::unique_ptr<DirFrame>> closed_;

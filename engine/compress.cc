@@ -74,6 +74,20 @@ struct Compressor::State {
   CCtxPtr probe;
   Bytes sample = Bytes(kProbeSize);
   Bytes sample_frame = Bytes(kProbeCapacity);
+  // zstd writes the frame here, and only the frame is copied out: growing
+  // the caller's buffer to the chunk's size first zero-filled (and for a
+  // fresh buffer faulted in) every byte of it, for frames that are mostly
+  // much smaller and often given up.
+  AlignedBuffer frame;
+  size_t frame_capacity = 0;
+
+  uint8_t* frame_buffer(size_t n) {
+    if (n > frame_capacity) {
+      frame = allocate_aligned(n);
+      frame_capacity = n;
+    }
+    return frame.get();
+  }
 
   bool sample_shrinks(ByteView data) {
     const size_t stride = (data.size() - kProbeSliceSize) / (kProbeSlices - 1);
@@ -130,12 +144,12 @@ bool Compressor::compress(ByteView data, Bytes& out) {
 
   // A frame of at most size-1 bytes is all that is worth keeping, so zstd
   // may give up as soon as the output reaches that.
-  const size_t start = out.size();
-  reserve_huge(out, start + data.size() - 1);
-  out.resize(start + data.size() - 1);
-  const size_t frame_size = compress_bounded(state_->full.get(), data, out.data() + start, data.size() - 1);
-  out.resize(start + frame_size);
-  return frame_size != 0;
+  uint8_t* frame = state_->frame_buffer(data.size() - 1);
+  const size_t frame_size = compress_bounded(state_->full.get(), data, frame, data.size() - 1);
+  if (frame_size == 0) return false;
+  reserve_huge(out, out.size() + frame_size);
+  out.insert(out.end(), frame, frame + frame_size);
+  return true;
 }
 
 void decompress(ByteView frame, size_t raw_length, Bytes& out, const std::string& what) {

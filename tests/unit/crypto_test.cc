@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <set>
 
 #include "engine/crypto.h"
 #include "util/error.h"
@@ -107,6 +111,38 @@ TEST_CASE("sealing the same plaintext twice gives different boxes", "[crypto]") 
   const Bytes second = seal(key, plain, {});
   CHECK(first != second);
   CHECK(!std::equal(first.begin(), first.begin() + kNonceSize, second.begin()));
+}
+
+TEST_CASE("nonces never repeat, across blocks drawn and in a forked child", "[crypto]") {
+  const Key256 key = random_key();
+  const Bytes plain = {1, 2, 3};
+  auto nonce_of = [&] {
+    const Bytes box = seal(key, plain, {});
+    return Bytes(box.begin(), box.begin() + kNonceSize);
+  };
+  std::set<Bytes> seen;
+  for (int i = 0; i < 1000; ++i) CHECK(seen.insert(nonce_of()).second);  // several blocks of nonces
+
+  // The child's next nonce must not be the one the parent draws next.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const Bytes nonce = nonce_of();
+    _exit(write(fds[1], nonce.data(), nonce.size()) == static_cast<ssize_t>(nonce.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  Bytes from_child(kNonceSize);
+  const ssize_t got = read(fds[0], from_child.data(), from_child.size());
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  REQUIRE(got == static_cast<ssize_t>(kNonceSize));
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  const Bytes from_parent = nonce_of();
+  CHECK(from_child != from_parent);
+  CHECK(seen.count(from_child) == 0);
 }
 
 TEST_CASE("keyed_id is HMAC-SHA-256", "[crypto]") {

@@ -19,9 +19,11 @@
 #include <thread>
 
 #include "agents/fs/exclude.h"
+#include "agents/fs/file_reader.h"
 #include "agents/fs/fs_source.h"
 #include "agents/stdin/stdin_source.h"
 #include "util/error.h"
+#include "util/fault_injecting_file_system.h"
 #include "util/fd.h"
 
 using namespace keel;
@@ -344,6 +346,55 @@ TEST_CASE("fs source reads files in large extents and skips holes", "[fs]") {
   } else {
     CHECK(spans(sink.extents[t.path("sparse")]) == Spans{{0, 4096}, {32 * kMiB, 4096}});
   }
+}
+
+namespace {
+
+// Counts preads and returns at most `cap` bytes from each, as a file system
+// that splits reads may.
+struct SplittingReads : FaultInjectingFileSystem {
+  size_t cap = SIZE_MAX;
+  int preads = 0;
+  ssize_t pread(int fd, void* data, size_t size, off_t offset) override {
+    ++preads;
+    return FaultInjectingFileSystem::pread(fd, data, std::min(size, cap), offset);
+  }
+};
+
+std::string read_through(FileSystem& fs, const TempTree& t, const std::string& name) {
+  UniqueFd dir = open_or_throw(t.root, O_RDONLY | O_DIRECTORY);
+  auto reader = agents::fs::open_file_reader(fs, dir.get(), name, t.path(name));
+  std::string content;
+  std::vector<uint8_t> buf(1 << 20);
+  for (;;) {
+    Extent e = reader->read(buf);
+    if (e.length == 0) break;
+    REQUIRE(e.offset == content.size());
+    content.append(reinterpret_cast<const char*>(buf.data()), e.length);
+  }
+  return content;
+}
+
+}  // namespace
+
+TEST_CASE("a file read comes back short at its end only", "[fs]") {
+  TempTree t;
+  std::string small(10000, 'x'), large(3 * kMiB + 5, '\0');
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>(i * 31 >> 3);
+  t.file("small", small);
+  t.file("large", large);
+
+  SplittingReads fs;
+  CHECK(read_through(fs, t, "small") == small);
+  CHECK(fs.preads == 1);  // its short read is its end: no read to confirm it
+  fs.preads = 0;
+  CHECK((read_through(fs, t, "large") == large));
+  CHECK(fs.preads == 4);  // three full 1 MiB reads and the short one
+
+  // Reads split before the size the file had when opened are read on.
+  fs.cap = 4096;
+  CHECK(read_through(fs, t, "small") == small);
+  CHECK((read_through(fs, t, "large") == large));
 }
 
 TEST_CASE("fs source records extended attributes sorted by name", "[fs]") {
