@@ -19,7 +19,7 @@ namespace {
 constexpr uint64_t kCoalesceGap = 1ull << 20;
 constexpr uint64_t kMaxRead = 16ull << 20;
 constexpr uint64_t kReadBudget = 128ull << 20;
-constexpr size_t kPartsInFlight = 4;
+constexpr size_t kCopyPartsInFlight = 4;
 
 // Copies trees and chunks of one run, remembering each source id's
 // destination id so that what several snapshots share is read once.
@@ -31,7 +31,7 @@ class SnapshotCopier {
         options_(options),
         progress_(progress),
         index_(to.catalog()),
-        output_(to.content(), to.config().pack_size, to.config().part_size, kPartsInFlight),
+        output_(to.content(), to.config().pack_size, to.config().part_size, kCopyPartsInFlight),
         writer_(output_.writer()) {}
 
   // Records the ids of an earlier copy: `copied` is `source`'s copy, entry

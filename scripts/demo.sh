@@ -10,10 +10,10 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh build
 # The demo's build is a first run's wait, so it is cut for compile time
 # (docs/packaging.md#the-demo-timed; the "demo" preset in CMakePresets.json,
-# which scripts/check_unity.sh checks in CI): the optimization of the tested
-# RelWithDebInfo build (-O2) without its debug info (-g: more than half the
-# compile's CPU and a 296 MB binary), and a unity build, which parses the
-# headers (Boost, the engine's) once per batch of 16 files instead of once per file.
+# which scripts/check_unity.sh checks in CI): -O1 instead of the tested builds'
+# -O2, no debug info (-g: more than half the compile's CPU and a 296 MB
+# binary), and a unity build, which parses the headers (Boost, the engine's)
+# once per library instead of once per file.
 cmake --preset demo >/dev/null
 ninja -C build-demo keel >/dev/null
 
