@@ -44,8 +44,8 @@ ErrorKind open_failure(const SealingKeyPair& pair, ByteView sealed, ByteView ass
 
 // What a host holding a put-only key can forge: a pack of garbage under
 // the ids of `blobs` (sealed under its own blob key, so it authenticates),
-// logged; returns the pack's id.
-Id write_false_copies(Repository& put, const std::vector<catalog::BlobLocation>& blobs) {
+// logged (data and trees in packs of their own); returns the packs.
+std::vector<Id> write_false_copies(Repository& put, const std::vector<catalog::BlobLocation>& blobs) {
   PackOutput output(put.content(), put.config().pack_size, 1 << 20, 2);
   for (const catalog::BlobLocation& loc : blobs) {
     const Bytes garbage = test::random_bytes(loc.blob.raw_length, 99);
@@ -56,9 +56,10 @@ Id write_false_copies(Repository& put, const std::vector<catalog::BlobLocation>&
   output.writer().flush();
   ChangeLogEntry logged;
   logged.packs_added = output.writer().take_committed();
-  REQUIRE(logged.packs_added.size() == 1);
   put.log_changes(logged);
-  return logged.packs_added.front().pack.id;
+  std::vector<Id> packs;
+  for (const LoggedPack& p : logged.packs_added) packs.push_back(p.pack.id);
+  return packs;
 }
 
 // ... and a condemnation of `packs`, dated 1970 with no backup running,
@@ -286,7 +287,9 @@ TEST_CASE("reads verify each chunk against its id and read a false copy around",
     if (loc.blob.type == catalog::BlobType::kData) chunks.push_back(loc);
   });
   REQUIRE(chunks.size() >= 3);
-  const Id forged = write_false_copies(*put, chunks);
+  const std::vector<Id> written = write_false_copies(*put, chunks);
+  REQUIRE(written.size() == 1);  // data chunks only
+  const Id forged = written.front();
   condemn_falsely(*put, real_packs);
 
   auto owner = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("owner.db")});
