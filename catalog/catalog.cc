@@ -387,6 +387,11 @@ class SqliteCatalog final : public Catalog {
     return found;
   }
 
+  std::vector<BlobLocation> find_blob_copies(const Id& blob) override {
+    std::lock_guard lock(mutex_);
+    return copies_locked(blob, -1);  // SQLite: a negative LIMIT is none
+  }
+
   std::vector<BlobRecord> blobs_in_pack(const Id& pack) override {
     std::lock_guard lock(mutex_);
     StatementScope s(db_.cached(
@@ -705,14 +710,24 @@ class SqliteCatalog final : public Catalog {
     }
   }
 
-  std::optional<BlobLocation> find_blob_locked(const Id& blob) {
+  // The blob's copies in the order reads prefer them (find_blob): in use
+  // before condemned, then as indexed; at most `limit`.
+  std::vector<BlobLocation> copies_locked(const Id& blob, int64_t limit) {
     StatementScope s(db_.cached(
         "SELECT p.id, b.id, b.type, b.offset, b.stored_length, b.raw_length, b.xxh3"
         " FROM blobs b JOIN packs p ON p.pack_no = b.pack_no WHERE b.id = ?"
-        " ORDER BY p.condemned IS NOT NULL, b.pack_no LIMIT 1"));
+        " ORDER BY p.condemned IS NOT NULL, b.pack_no LIMIT ?"));
     s->bind_blob(1, blob.view());
-    if (!s->step()) return std::nullopt;
-    return BlobLocation{column_id(*s, 0), read_blob(*s, 1)};
+    s->bind_int64(2, limit);
+    std::vector<BlobLocation> copies;
+    while (s->step()) copies.push_back(BlobLocation{column_id(*s, 0), read_blob(*s, 1)});
+    return copies;
+  }
+
+  std::optional<BlobLocation> find_blob_locked(const Id& blob) {
+    std::vector<BlobLocation> first = copies_locked(blob, 1);
+    if (first.empty()) return std::nullopt;
+    return std::move(first.front());
   }
 
   bool attached_table_exists(std::string_view table) {

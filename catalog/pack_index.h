@@ -65,6 +65,9 @@ class PackIndex {
   // The location to read a blob from: a copy in a pack in use before one in
   // a condemned pack, then the pack indexed first.
   virtual std::optional<BlobLocation> find_blob(const Id& blob) = 0;
+  // Every copy of a blob, in the order find_blob prefers them: where a
+  // read finds its copy damaged or false, the others to try.
+  virtual std::vector<BlobLocation> find_blob_copies(const Id& blob) = 0;
   // find_blob for many, in one read transaction: a consistent view, and no
   // file-lock round trip per blob (restore planning looks up every chunk).
   virtual std::vector<std::optional<BlobLocation>> find_blobs(std::span<const Id> blobs) = 0;

@@ -26,6 +26,7 @@ constexpr std::string_view kPrefix = "catalog/";
 constexpr std::string_view kMagic = "KEELCAT1";
 constexpr size_t kFrameSize = 4u << 20;  // plaintext bytes per sealed frame
 constexpr uint8_t kLastFrame = 1, kCompressed = 2;
+constexpr size_t kMaxSealedFrame = kFrameSize * 2 + kSealOverhead + 64;
 
 // Binds a frame to its copy and its place, so frames cannot be reordered,
 // dropped at the end or moved between copies.
@@ -68,6 +69,29 @@ std::vector<CatalogCopyInfo> list_copies(targets::Target& target) {
   return copies;
 }
 
+// Whether the copy's first frame opens under the data key. frame_aad binds
+// every frame to the copy's name, so neither garbage nor a real copy's bytes
+// under another name pass: only a full key writes a copy that does.
+bool first_frame_opens(Repository& repo, const CatalogCopyInfo& copy) {
+  targets::Target& target = repo.target();
+  try {
+    Bytes head(kMagic.size() + 4);
+    if (target.get_range(copy.key, 0, head) != head.size() ||
+        !std::equal(kMagic.begin(), kMagic.end(), head.begin())) {
+      return false;
+    }
+    uint32_t length = Decoder(ByteView(head).subspan(kMagic.size()), copy.key).u32();
+    if (length > kMaxSealedFrame) return false;
+    Bytes sealed(length), body;
+    if (target.get_range(copy.key, head.size(), sealed) != length) return false;
+    open_sealed(repo.keys().data, sealed, frame_aad(copy.key, 0), body, copy.key);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
+    return false;
+  }
+  return true;
+}
+
 // A file in the catalog's directory, removed when the scope ends.
 class ScratchFile {
  public:
@@ -79,6 +103,42 @@ class ScratchFile {
  private:
   std::string path_;
 };
+
+// trim_catalog_copies; `written`: a copy this process just wrote, known to
+// authenticate without reading it back.
+size_t trim_copies(Repository& repo, size_t keep, const std::optional<std::string>& catalog_id,
+                   const std::string& written) {
+  std::map<std::string, std::vector<CatalogCopyInfo>> by_catalog;  // oldest first (list_copies sorts)
+  for (CatalogCopyInfo& c : list_copies(repo.target())) {
+    if (!catalog_id || c.catalog_id == *catalog_id) by_catalog[c.catalog_id].push_back(std::move(c));
+  }
+  size_t removed = 0;
+  // Object Lock: a copy stays until its lock ends.
+  auto remove = [&](const CatalogCopyInfo& c) {
+    if (!still_locked_since(repo, c.time_ns / 1'000'000'000) && remove_unless_locked(repo, c.key)) ++removed;
+  };
+  for (const auto& [id, copies] : by_catalog) {
+    if (copies.size() <= keep) continue;
+    // Newest first. Credentials that may create objects can write copies
+    // under a real catalog's id with later times, so copies are checked
+    // until one authenticates: it stays (forged ones never push the real
+    // history out), those above it that do not hold no history anyone can
+    // read and go, and beyond it and the next `keep` - 1 the rest go as
+    // before. One check (a ranged read of the first frame) per catalog that
+    // has too many copies, none after a save.
+    bool authentic = false;
+    size_t kept = 0;
+    for (auto c = copies.rbegin(); c != copies.rend(); ++c) {
+      if (!authentic) authentic = c->key == written || first_frame_opens(repo, *c);
+      if (!authentic || kept == keep) {
+        remove(*c);
+      } else {
+        ++kept;
+      }
+    }
+  }
+  return removed;
+}
 
 }  // namespace
 
@@ -137,25 +197,12 @@ CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep) {
     if (last) break;
   }
   upload->commit();
-  if (keep != kKeepAllCopies) trim_catalog_copies(repo, keep, info.catalog_id);
+  if (keep != kKeepAllCopies) trim_copies(repo, keep, info.catalog_id, info.key);
   return info;
 }
 
 size_t trim_catalog_copies(Repository& repo, size_t keep, const std::optional<std::string>& catalog_id) {
-  std::map<std::string, std::vector<CatalogCopyInfo>> by_catalog;  // oldest first (list_copies sorts)
-  for (CatalogCopyInfo& c : list_copies(repo.target())) {
-    if (!catalog_id || c.catalog_id == *catalog_id) by_catalog[c.catalog_id].push_back(std::move(c));
-  }
-  size_t removed = 0;
-  for (const auto& [id, copies] : by_catalog) {
-    for (size_t i = 0; keep < copies.size() && i < copies.size() - keep; ++i) {
-      // Object Lock: a copy stays until its lock ends.
-      if (!still_locked_since(repo, copies[i].time_ns / 1'000'000'000) && remove_unless_locked(repo, copies[i].key)) {
-        ++removed;
-      }
-    }
-  }
-  return removed;
+  return trim_copies(repo, keep, catalog_id, {});
 }
 
 std::string try_save_catalog_copy(Repository& repo, size_t keep) {
@@ -205,7 +252,7 @@ size_t import_catalog_history(Repository& repo, const CatalogCopyInfo& copy) {
   for (uint64_t index = 0;; ++index) {
     Bytes length_field = read_exact(offset, 4);
     uint32_t sealed_length = Decoder(length_field, what).u32();
-    if (sealed_length > kFrameSize * 2 + kSealOverhead + 64) {
+    if (sealed_length > kMaxSealedFrame) {
       throw Error(ErrorKind::kIntegrity, what + ": frame " + std::to_string(index) + " claims an impossible length");
     }
     Bytes sealed = read_exact(offset + 4, sealed_length);

@@ -32,8 +32,9 @@ inline constexpr size_t kKeepAllCopies = SIZE_MAX;
 CatalogCopyInfo save_catalog_copy(Repository& repo, size_t keep = kKeptCopies);
 
 // Removes each catalog's copies beyond its newest `keep` (only those of
-// `catalog_id`, when given); under Object Lock a copy stays until its lock
-// ends. Prune trims them all, so that copies written append-only (which
+// `catalog_id`, when given), counted from its newest copy that authenticates
+// (newer ones that do not go too); under Object Lock a copy stays until its
+// lock ends. Prune trims them all, so that copies written append-only (which
 // delete nothing) do not pile up. Returns how many were removed.
 size_t trim_catalog_copies(Repository& repo, size_t keep, const std::optional<std::string>& catalog_id = std::nullopt);
 

@@ -51,6 +51,19 @@ ByteView open_checked(const Key256& key, targets::Target& target, const Id& pack
   return open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch, blob_where(target, pack, blob), cpu);
 }
 
+// The plaintext against the blob's keyed id. Any writer seals under a blob
+// key of its own, so a copy written under a real id with other content (by
+// a put-only or stolen key) authenticates; only its id tells it apart.
+void verify_id(const Key256& id_key, targets::Target& target, const Id& pack, const catalog::BlobRecord& blob,
+               ByteView plain, StageCpu* cpu) {
+  StageTimer timer(cpu, Stage::kVerify);
+  if (keyed_id(id_key, plain) != blob.id) {
+    throw Error(ErrorKind::kIntegrity, blob_where(target, pack, blob) +
+                                           ": its content does not hash to its id (a false copy: written under this id "
+                                           "with other content, by a put-only or stolen key)");
+  }
+}
+
 }  // namespace
 
 std::vector<PackRange> plan_reads(std::span<const catalog::BlobLocation> blobs, uint64_t gap, uint64_t max_read) {
@@ -80,33 +93,119 @@ std::vector<PackRange> plan_reads(std::span<const catalog::BlobLocation> blobs, 
 Content::Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& index)
     : target_(target), keys_(keys), index_(index) {}
 
-ByteView Content::handed_on(const Id& pack, const catalog::BlobRecord& blob, ByteView sealed, Bytes& scratch,
-                            Bytes& out) {
-  if (!keys_.reseal_copies()) return sealed;
-  open_sealed(keys_.blob_key(pack), sealed, blob.id.view(), scratch, blob_where(target_, pack, blob));
-  out.clear();
-  seal(keys_.write_key(), scratch, blob.id.view(), out);
-  return out;
+ByteView Content::take(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, BlobForm form,
+                       Buffers& buf, const Key256* key, StageCpu* cpu) {
+  ByteView stored;
+  {
+    StageTimer timer(cpu, Stage::kRead);
+    stored = checked(target_, copy.pack, copy.blob, range, range_offset);
+  }
+  // Format 1 hands copies on as stored: a false one needs the data key,
+  // which only full keys hold.
+  if (form == BlobForm::kSealed && !keys_.reseal_copies()) return stored;
+  const Key256 opener = key ? *key : keys_.blob_key(copy.pack);
+  ByteView plain = open_checked(opener, target_, copy.pack, copy.blob, stored, buf.raw, buf.scratch, cpu);
+  verify_id(keys_.keys().id, target_, copy.pack, copy.blob, plain, cpu);
+  if (form == BlobForm::kOpened) return plain;
+  // Sealed again under this process's key: the pack it goes to names only
+  // that one. `scratch` still holds the opened stored form.
+  buf.resealed.clear();
+  seal(keys_.write_key(), buf.scratch, copy.blob.id.view(), buf.resealed);
+  return buf.resealed;
+}
+
+ByteView Content::read_copy(const catalog::BlobLocation& copy, BlobForm form, Buffers& buf, StageCpu* cpu) {
+  buf.sealed.resize(copy.blob.stored_length);
+  {
+    StageTimer timer(cpu, Stage::kRead);
+    fetch(target_, copy.pack, copy.blob.offset, buf.sealed);
+  }
+  return take(copy, buf.sealed, copy.blob.offset, form, buf, nullptr, cpu);
+}
+
+void Content::deliver_elsewhere(const catalog::BlobLocation& failed, const Error& why, BlobForm form, BlobSink& sink,
+                                size_t index, StageCpu* cpu) {
+  std::string faults = why.what();
+  bool other = false;
+  Buffers buf;
+  for (const catalog::BlobLocation& copy : index_.find_blob_copies(failed.blob.id)) {
+    if (copy.pack == failed.pack) continue;
+    other = true;
+    ByteView out;
+    try {
+      out = read_copy(copy, form, buf, cpu);
+    } catch (const Error& e) {
+      faults += std::string("; ") + e.what();
+      continue;
+    }
+    if (on_bad_copy_) {
+      std::lock_guard lock(warned_mu_);
+      if (warned_.insert(failed.pack).second) {
+        on_bad_copy_(std::string(why.what()) + ": read from its copy in pack " + copy.pack.hex() +
+                     " instead (other blobs of pack " + failed.pack.short_hex() +
+                     " read around are not listed); run keel check --read-data, then keel repair");
+      }
+    }
+    sink.deliver(index, out);
+    return;
+  }
+  sink.fail(index, Error(why.kind(), faults + (other ? "" : " (no other copy is indexed)")));
 }
 
 Bytes Content::read(const Id& blob) {
   std::optional<catalog::BlobLocation> loc = index_.find_blob(blob);
   if (!loc) throw Error(ErrorKind::kNotFound, "blob " + blob.short_hex() + " is not in the index of " + target_.describe());
-  Bytes sealed(loc->blob.stored_length);
+  class One : public BlobSink {
+   public:
+    void deliver(size_t, ByteView data) override { out.assign(data.begin(), data.end()); }
+    void fail(size_t, const Error& e) override { error = e; }
+    Bytes out;
+    std::optional<Error> error;
+  } sink;
+  const PackRange range{loc->pack, loc->blob.offset, loc->blob.stored_length, {0}};
+  Bytes data(range.length);
+  Buffers buf;
+  read_range(std::span(&*loc, 1), range, data, BlobForm::kOpened, sink, buf, nullptr);
+  if (sink.error) throw *sink.error;
+  return std::move(sink.out);
+}
+
+uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const PackRange& range,
+                             std::span<uint8_t> data, BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu) {
   try {
-    fetch(target_, loc->pack, loc->blob.offset, sealed);
+    StageTimer timer(cpu, Stage::kRead);
+    fetch(target_, range.pack, range.offset, data);
   } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kNotFound) throw;
-    std::optional<catalog::BlobLocation> moved = relocate(loc->pack, std::span<const Id>(&blob, 1), blob);
-    if (!moved) throw;
-    loc = moved;
-    sealed.resize(loc->blob.stored_length);
-    fetch(target_, loc->pack, loc->blob.offset, sealed);
+    if (e.kind() == ErrorKind::kNotFound) {
+      read_relocated(range, blobs, form, sink, e, cpu);
+    } else {
+      for (size_t i : range.blobs) {
+        if (e.kind() == ErrorKind::kIntegrity) {
+          deliver_elsewhere(blobs[i], e, form, sink, i, cpu);
+        } else {
+          sink.fail(i, e);
+        }
+      }
+    }
+    return 0;
   }
-  Bytes raw, scratch;
-  ByteView out = open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob,
-                              checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset), raw, scratch);
-  return out.data() == raw.data() ? std::move(raw) : Bytes(out.begin(), out.end());
+  std::optional<Key256> key;  // the pack's blob key, looked up once per range
+  for (size_t i : range.blobs) {
+    ByteView out;
+    try {
+      if (!key && (form == BlobForm::kOpened || keys_.reseal_copies())) key = keys_.blob_key(range.pack);
+      out = take(blobs[i], data, range.offset, form, buf, key ? &*key : nullptr, cpu);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kIntegrity) {
+        deliver_elsewhere(blobs[i], e, form, sink, i, cpu);
+      } else {
+        sink.fail(i, e);
+      }
+      continue;
+    }
+    sink.deliver(i, out);
+  }
+  return data.size();
 }
 
 ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<const PackRange> ranges,
@@ -126,45 +225,6 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
   std::atomic<uint64_t> bytes_read{0};
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
 
-  auto read_range = [&](const PackRange& range) {
-    thread_local Bytes raw, scratch, resealed;
-    std::shared_ptr<uint8_t[]> buf = buffers.get();  // waits while the budget is spent
-    ByteView data(buf.get(), range.length);
-    try {
-      StageTimer timer(options.cpu, Stage::kRead);
-      fetch(target_, range.pack, range.offset, std::span<uint8_t>(buf.get(), range.length));
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kNotFound) {
-        read_relocated(range, blobs, options.form, sink, e);
-      } else {
-        for (size_t i : range.blobs) sink.fail(i, e);
-      }
-      return;
-    }
-    bytes_read += range.length;
-    std::optional<Key256> key;  // the pack's blob key, looked up once per range
-    for (size_t i : range.blobs) {
-      const catalog::BlobRecord& b = blobs[i].blob;
-      ByteView out;
-      try {
-        {
-          StageTimer timer(options.cpu, Stage::kRead);
-          out = checked(target_, range.pack, b, data, range.offset);
-        }
-        if (options.form == BlobForm::kOpened) {
-          if (!key) key = keys_.blob_key(range.pack);
-          out = open_checked(*key, target_, range.pack, b, out, raw, scratch, options.cpu);
-        } else {
-          out = handed_on(range.pack, b, out, scratch, resealed);
-        }
-      } catch (const Error& e) {
-        sink.fail(i, e);
-        continue;
-      }
-      sink.deliver(i, out);
-    }
-  };
-
   TaskGroup group;
   {
     ThreadPool readers(max_readers, max_readers);
@@ -178,7 +238,11 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
           uint64_t bytes;
           ~Release() { limit.release(bytes); }
         } release{limit, r->length};
-        if (!cancelled()) read_range(*r);
+        if (cancelled()) return;
+        thread_local Buffers buf;
+        std::shared_ptr<uint8_t[]> data = buffers.get();  // waits while the budget is spent
+        bytes_read += read_range(blobs, *r, std::span<uint8_t>(data.get(), r->length), options.form, sink, buf,
+                                 options.cpu);
       }));
     }
   }
@@ -187,6 +251,17 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
   stats.peak_readers = limit.peak_limit();
   stats.bytes_read = bytes_read;
   return stats;
+}
+
+std::optional<std::string> Content::check_copy(const catalog::BlobLocation& copy) {
+  Buffers buf;
+  try {
+    read_copy(copy, BlobForm::kOpened, buf, nullptr);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
+    return e.what();
+  }
+  return std::nullopt;
 }
 
 std::optional<catalog::BlobLocation> Content::relocate(const Id& missing_pack, std::span<const Id> blobs,
@@ -199,10 +274,10 @@ std::optional<catalog::BlobLocation> Content::relocate(const Id& missing_pack, s
 }
 
 void Content::read_relocated(const PackRange& range, std::span<const catalog::BlobLocation> blobs, BlobForm form,
-                             BlobSink& sink, const Error& missing) {
+                             BlobSink& sink, const Error& missing, StageCpu* cpu) {
   std::vector<Id> ids;
   for (size_t i : range.blobs) ids.push_back(blobs[i].blob.id);
-  Bytes sealed, raw, scratch, resealed;
+  Buffers buf;
   for (size_t n = 0; n < ids.size(); ++n) {
     size_t i = range.blobs[n];
     // The hook runs once per range: the blobs after the first find the index already updated.
@@ -214,16 +289,13 @@ void Content::read_relocated(const PackRange& range, std::span<const catalog::Bl
     }
     ByteView out;
     try {
-      sealed.resize(loc->blob.stored_length);
-      fetch(target_, loc->pack, loc->blob.offset, sealed);
-      out = checked(target_, loc->pack, loc->blob, sealed, loc->blob.offset);
-      if (form == BlobForm::kOpened) {
-        out = open_checked(keys_.blob_key(loc->pack), target_, loc->pack, loc->blob, out, raw, scratch);
-      } else {
-        out = handed_on(loc->pack, loc->blob, out, scratch, resealed);
-      }
+      out = read_copy(*loc, form, buf, cpu);
     } catch (const Error& e) {
-      sink.fail(i, e);
+      if (e.kind() == ErrorKind::kIntegrity) {
+        deliver_elsewhere(*loc, e, form, sink, i, cpu);
+      } else {
+        sink.fail(i, e);
+      }
       continue;
     }
     sink.deliver(i, out);
@@ -240,6 +312,18 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
   uint64_t pos = 0;
   size_t next_blob = 0;
   std::string key = pack_key(pack.id);
+  // Opening every blob needs the pack's blob key (a full key's work); a
+  // preamble that does not open is reported once, with the header below.
+  std::optional<Key256> blob_key;
+  if (keys_.keys().full()) {
+    try {
+      blob_key = keys_.blob_key(pack.id);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIntegrity) throw;
+      out.problems.push_back(e.what());
+    }
+  }
+  Buffers opened;
   while (pos < pack.size) {
     // Extend the range over whole blobs up to kScrubRead (at least one).
     uint64_t end = pos;
@@ -264,7 +348,11 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
       const catalog::BlobRecord& b = blobs[i];
       if (b.offset < pos || b.offset + b.stored_length > end) continue;
       try {
-        checked(target_, pack.id, b, buf, pos);
+        ByteView stored = checked(target_, pack.id, b, buf, pos);
+        if (blob_key) {
+          verify_id(keys_.keys().id, target_, pack.id, b,
+                    open_checked(*blob_key, target_, pack.id, b, stored, opened.raw, opened.scratch), nullptr);
+        }
       } catch (const Error& e) {
         out.problems.push_back(e.what());
         out.bad_blobs.push_back(b.id);

@@ -2,7 +2,11 @@
 //
 //   reading  blob locations -> ranged pack reads (planned, coalesced, fetched
 //            in parallel within a memory budget) -> each blob's XXH3 checked
-//            -> opened (decrypted, decompressed), or handed on still sealed
+//            -> opened (decrypted, decompressed) and its plaintext checked
+//            against its keyed id, or handed on still sealed; a copy that
+//            fails (damaged, or false: written under a real id with other
+//            content by a put-only or stolen key) is read around from the
+//            blob's other copies, with a warning naming its pack
 //   writing  sealed blobs -> packs streamed to the target -> each pack's
 //            index entries committed to the catalog once the target has it
 //
@@ -17,6 +21,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -92,8 +97,9 @@ class Content {
   // receives committed packs. All three must outlive this object.
   Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& index);
 
-  // One blob, located through the index, checked and opened. Throws
-  // Error(kNotFound) if it is not indexed, Error(kIntegrity) if damaged.
+  // One blob, located through the index, checked, opened and verified
+  // (another copy where the first fails). Throws Error(kNotFound) if it is
+  // not indexed, Error(kIntegrity) if no copy is intact.
   Bytes read(const Id& blob);
 
   // Reads `ranges` (plan_reads over `blobs`, in any order the caller chose)
@@ -102,8 +108,13 @@ class Content {
   ReadStats read(std::span<const catalog::BlobLocation> blobs, std::span<const PackRange> ranges,
                  const ReadOptions& options, BlobSink& sink);
 
-  // Reads a whole pack front to back: each blob's checksum (no keys needed),
-  // the whole pack's XXH3-128 where the index knows it, and its header.
+  // Why the copy at `copy` is not the blob its id names (damaged, gone, or
+  // false); nullopt when it is. Reads that copy alone.
+  std::optional<std::string> check_copy(const catalog::BlobLocation& copy);
+
+  // Reads a whole pack front to back: each blob's checksum, plaintext and
+  // keyed id (a full key's work), the whole pack's XXH3-128 where the index
+  // knows it, and its header.
   PackScrub scrub(const catalog::PackRecord& pack);
 
   targets::Target& target() { return target_; }
@@ -114,25 +125,48 @@ class Content {
   // threads at once.
   using PackMissing = std::function<void(const Id& pack, std::span<const Id> blobs)>;
   void on_pack_missing(PackMissing fn) { on_pack_missing_ = std::move(fn); }
+  // Called (from reader threads, one call at a time) once per pack whose
+  // copy of a blob failed and was read around from another pack.
+  using Warn = std::function<void(const std::string&)>;
+  void on_bad_copy(Warn fn) { on_bad_copy_ = std::move(fn); }
 
  private:
   friend class ContentWriter;
+  // Reused buffers of one reader.
+  struct Buffers {
+    Bytes sealed, raw, scratch, resealed;
+  };
+  // A blob whose stored bytes are `stored` (within a fetched range that
+  // starts at `range_offset`): checked, then opened and verified against its
+  // id, or handed on sealed. The result lives in `buf` or in `stored`.
+  // Throws Error(kIntegrity) naming the copy.
+  ByteView take(const catalog::BlobLocation& copy, ByteView stored, uint64_t range_offset, BlobForm form, Buffers& buf,
+                const Key256* key, StageCpu* cpu);
+  // The blobs of `range` (fetched into `data`, its length) handed to `sink`;
+  // returns the bytes fetched.
+  uint64_t read_range(std::span<const catalog::BlobLocation> blobs, const PackRange& range, std::span<uint8_t> data,
+                      BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu);
+  // One copy, fetched and taken. Throws.
+  ByteView read_copy(const catalog::BlobLocation& copy, BlobForm form, Buffers& buf, StageCpu* cpu);
+  // Blob `index` from another copy than `failed`, which `why` (kIntegrity)
+  // ruled out: delivered with a warning naming the bad pack, or failed
+  // with every copy's fault.
+  void deliver_elsewhere(const catalog::BlobLocation& failed, const Error& why, BlobForm form, BlobSink& sink,
+                         size_t index, StageCpu* cpu);
   // The blob's current location after its pack was found missing, if the
   // index now has it elsewhere.
   std::optional<catalog::BlobLocation> relocate(const Id& missing_pack, std::span<const Id> blobs, const Id& blob);
   // The blobs of a range whose pack is gone, each from where the index has it now.
   void read_relocated(const PackRange& range, std::span<const catalog::BlobLocation> blobs, BlobForm form,
-                      BlobSink& sink, const Error& missing);
-
-  // The stored bytes of a blob handed on sealed: as they are, or (format 2)
-  // sealed again under this process's key, since the pack they go to names
-  // only that one.
-  ByteView handed_on(const Id& pack, const catalog::BlobRecord& blob, ByteView sealed, Bytes& scratch, Bytes& out);
+                      BlobSink& sink, const Error& missing, StageCpu* cpu);
 
   targets::Target& target_;
   PackKeys& keys_;
   catalog::PackIndex& index_;
   PackMissing on_pack_missing_;
+  Warn on_bad_copy_;
+  std::mutex warned_mu_;
+  std::set<Id> warned_;  // packs already named in a warning
 };
 
 // Stores sealed blobs in packs (data and tree blobs in packs of their own)

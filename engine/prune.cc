@@ -15,7 +15,6 @@
 #include "engine/pack.h"
 #include "engine/pack_output.h"
 #include "engine/sealed_object.h"
-#include "engine/verified_blob.h"
 #include "util/checksum.h"
 #include "util/error.h"
 #include "util/host.h"
@@ -369,7 +368,7 @@ class PruneRun {
       // The copy reads go to: one in a pack in use (this one is condemned).
       std::optional<catalog::BlobLocation> kept = repo_.catalog().find_blob(b.id);
       std::optional<std::string> why = !kept || kept->pack == pack.id ? std::optional<std::string>("no other copy")
-                                                                       : copy_is_not_blob(repo_, *kept);
+                                                                       : repo_.content().check_copy(*kept);
       if (!why) continue;
       result_.warnings.push_back("pack " + pack.id.hex() + " was not deleted: it holds blob " + b.id.hex() +
                                  ", which a snapshot needs, and the copy kept elsewhere is not that blob (" + *why +

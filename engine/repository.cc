@@ -14,7 +14,6 @@
 #include "engine/public_seal.h"
 #include "engine/repository_records.h"
 #include "engine/sealed_object.h"
-#include "engine/verified_blob.h"
 #include "targets/retention_guard.h"
 #include "util/codec.h"
 #include "util/error.h"
@@ -284,6 +283,7 @@ void Repository::attach_catalog() {
   catalog_ = catalog_path_ == kInMemoryCatalog ? catalog::Catalog::open_in_memory() : catalog::Catalog::open(catalog_path_);
   content_ = std::make_unique<Content>(*target_, *pack_keys_, *catalog_);
   content_->on_pack_missing([this](const Id& pack, std::span<const Id> blobs) { recover_missing_pack(pack, blobs); });
+  content_->on_bad_copy([this](const std::string& message) { warn(message); });
   std::string repo_id = config_.repository_id.hex();
   std::optional<std::string> known = catalog_->get_meta("repository_id");
   if (known && *known != repo_id) {
@@ -447,10 +447,8 @@ std::optional<Tree> Repository::cached_tree(const Id& id) {
 
 Tree Repository::load_tree(const Id& id) {
   if (std::optional<Tree> tree = cached_tree(id)) return *tree;
-  std::string what = "tree " + id.short_hex();
-  // Verified: a false copy would stop prune's marking and every restore.
-  Bytes body = read_verified_blob(*this, id);
-  Tree tree = Tree::decode(body, what);
+  Bytes body = read_blob(id);  // verified against its id (content.h): a false copy would stop prune's marking
+  Tree tree = Tree::decode(body, "tree " + id.short_hex());
   catalog_->put_tree(id, body);
   return tree;
 }
@@ -631,9 +629,11 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
     packs_added = packs_added || !e.packs_added.empty();
     condemnations_changed = condemnations_changed || e.condemnations_changed;
   }
+  std::vector<Id> packs_claimed;
   for (const Id& pack : packs_removed) {
-    if (catalog_->has_pack(pack)) catalog_->remove_pack(pack);
+    if (catalog_->has_pack(pack)) packs_claimed.push_back(pack);
   }
+  for (const Id& pack : removed_from_target("packs/", packs_claimed, pack_key)) catalog_->remove_pack(pack);
   // A pack added may have been condemned since (and new copies of blobs
   // move out of condemned packs), so condemnations are read before adding.
   std::map<Id, int64_t> condemned;
@@ -664,9 +664,11 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
   }
   std::set<Id> snapshots_known;
   for (const catalog::SnapshotRecord& s : catalog_->list_snapshots()) snapshots_known.insert(s.id);
+  std::vector<Id> snapshots_claimed;
   for (const Id& id : snapshots_removed) {
-    if (snapshots_known.count(id)) catalog_->remove_snapshot(id);
+    if (snapshots_known.count(id)) snapshots_claimed.push_back(id);
   }
+  for (const Id& id : removed_from_target("snapshots/", snapshots_claimed, snapshot_key)) catalog_->remove_snapshot(id);
   for (const ChangeLogEntry& e : entries) {
     for (const Id& id : e.snapshots_added) {
       if (snapshots_removed.count(id) || !snapshots_known.insert(id).second) continue;
@@ -676,6 +678,32 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
       }
     }
   }
+}
+
+std::vector<Id> Repository::removed_from_target(std::string_view prefix, const std::vector<Id>& claimed,
+                                                std::string (*key_of)(const Id&)) {
+  if (claimed.empty()) return {};
+  std::set<Id> present;
+  if (claimed.size() <= kHeadsBeforeListing) {
+    for (const Id& id : claimed) {
+      if (target_->head(key_of(id))) present.insert(id);
+    }
+  } else {
+    const std::set<Id> wanted(claimed.begin(), claimed.end());
+    for (const Id& id : list_object_ids(*target_, prefix)) {
+      if (wanted.count(id)) present.insert(id);
+    }
+  }
+  std::vector<Id> removed;
+  for (const Id& id : claimed) {
+    if (!present.count(id)) {
+      removed.push_back(id);
+      continue;
+    }
+    warn("a change-log entry says " + key_of(id) + " was removed, but it is still on " + target_->describe() +
+         ": kept (an entry sealed by a put-only or stolen key, or a removal that did not take); keel check");
+  }
+  return removed;
 }
 
 void Repository::remember_log(const std::vector<std::string>& keys) {
@@ -803,6 +831,7 @@ void Repository::cache_trees_or_warn(const catalog::SnapshotRecord& snapshot) {
 }
 
 void Repository::warn(const std::string& message) {
+  std::lock_guard lock(warn_mutex_);  // reader threads warn of copies they read around
   warnings_.push_back(message);
   if (on_warning_) on_warning_(message);
 }

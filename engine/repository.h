@@ -147,6 +147,14 @@ class Repository {
   size_t sync_with_listing();
   void apply_log(const std::vector<ChangeLogEntry>& entries);
   void remember_log(const std::vector<std::string>& keys);
+  // Of the objects under `prefix` that log entries claim removed, those
+  // really gone from the target. forget and prune log a removal only after
+  // it, but a put-only key seals log entries too (it holds the index key):
+  // a claimed object still there stays in the catalog, with a warning. A
+  // few are asked one by one (HEAD), more by one listing of `prefix`.
+  std::vector<Id> removed_from_target(std::string_view prefix, const std::vector<Id>& claimed,
+                                      std::string (*key_of)(const Id&));
+  static constexpr size_t kHeadsBeforeListing = 8;
   void recover_missing_pack(const Id& pack, std::span<const Id> blobs);
   std::optional<catalog::SnapshotRecord> read_snapshot_or_warn(const Id& id);
   std::optional<std::vector<catalog::BlobRecord>> read_pack_header_or_warn(const Id& pack, uint64_t size);
@@ -164,6 +172,7 @@ class Repository {
   std::set<Id> recovered_packs_;  // missing packs already synced for
   std::set<Id> reread_packs_;     // packs whose headers were read again for lost blobs
   std::function<void(const std::string&)> on_warning_;
+  std::mutex warn_mutex_;
   std::vector<std::string> warnings_;
   bool catalog_replaced_ = false;
 };

@@ -159,3 +159,41 @@ TEST_CASE("prune trims the catalog copies append-only hosts leave", "[prune][app
   // The history of each host still reads back from its newest copy.
   CHECK(import_newest_history(*owner).copy.has_value());
 }
+
+TEST_CASE("catalog copies forged with later times do not push the real history out", "[prune][append-only]") {
+  // Credentials that may create objects write copies under a real
+  // catalog's id, named later than its real ones: garbage, and a real
+  // copy's bytes under a new name (each frame is bound to its name). Before,
+  // prune kept the newest three by name and deleted every real copy.
+  test::TempDir dir("keel-forged-copies");
+  auto store = std::make_shared<targets::memory::MemoryStore>();
+  Repository::init(targets::memory::open_memory_target(store), RepoConfig{}, {"secret", dir.file("owner.db")});
+  auto host = Repository::open(targets::memory::open_memory_target(store), {"secret", dir.file("host.db")});
+  const CatalogCopyInfo first = save_catalog_copy(*host, kKeepAllCopies);
+  const CatalogCopyInfo real = save_catalog_copy(*host, kKeepAllCopies);
+
+  auto thief = targets::memory::open_memory_target(store);
+  auto later = [&](int seconds) {  // a copy's name, `seconds` after the real one
+    std::string digits = std::to_string(real.time_ns + seconds * 1'000'000'000LL);
+    return "catalog/" + real.catalog_id + "/" + std::string(20 - digits.size(), '0') + digits;
+  };
+  for (int i = 1; i <= 3; ++i) thief->put(later(i), as_bytes(std::string("KEELCAT1 garbage")));
+  thief->put(later(4), store->objects().at(real.key));
+  REQUIRE(count_objects(*store, "catalog/") == 6);
+
+  auto owner = Repository::open(targets::memory::open_memory_target(store), {"secret", dir.file("owner.db")});
+  PruneResult pruned = prune(*owner, {});
+  CHECK(pruned.catalog_copies_removed == 4);  // the forged ones; the older real copy stays within the newest 3
+  std::set<std::string> left;
+  for (const auto& [key, bytes] : store->objects()) {
+    if (key.starts_with("catalog/")) left.insert(key);
+  }
+  CHECK(left == std::set<std::string>{first.key, real.key});
+  REQUIRE(import_newest_history(*owner).copy.has_value());
+  CHECK(import_newest_history(*owner).copy->key == real.key);
+
+  SECTION("a host's own save never checks what it just wrote, and trims as before") {
+    for (int i = 0; i < 3; ++i) save_catalog_copy(*host);
+    CHECK(count_objects(*store, "catalog/") == 3);
+  }
+}

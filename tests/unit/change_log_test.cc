@@ -231,8 +231,8 @@ TEST_CASE("a catalog that missed compacted entries syncs in full", "[changelog]"
 
 TEST_CASE("a read that finds its pack gone re-syncs and reads the blob's other copy", "[changelog]") {
   Hosts h;
-  Id blob = Id::random();
   Bytes raw = test::random_bytes(5000, 7);
+  Id blob = keyed_id(h.a->keys().id, raw);  // reads check it
   // Both hosts store the blob (concurrent backups); b also learns of a's copy
   // but keeps indexing its own first one.
   Id pack_a = Hosts::store_blob(*h.a, blob, raw);

@@ -51,7 +51,7 @@ struct Store {
     Bytes sealed, scratch;
     for (size_t i = 0; i < count; ++i) {
       Bytes raw = test::random_bytes(size, ids.size() + 1);
-      Id id = Id::random();
+      Id id = keyed_id(keys.id, raw);  // reads check it
       seal_blob(key, nullptr, id, raw, sealed, scratch);
       writer.add(type, id, static_cast<uint32_t>(raw.size()), sealed);
       ids.push_back(id);

@@ -11,13 +11,16 @@
 #include "agents/fs/fs_source.h"
 #include "engine/backup.h"
 #include "engine/chunk_sealer.h"
+#include "engine/check.h"
 #include "engine/condemnation.h"
 #include "engine/keys.h"
 #include "engine/pack.h"
 #include "engine/pack_output.h"
 #include "engine/prune.h"
 #include "engine/public_seal.h"
+#include "engine/repair.h"
 #include "engine/repository.h"
+#include "engine/restore.h"
 #include "targets/memory/memory_target.h"
 #include "temp_dir.h"
 #include "test_support.h"
@@ -37,6 +40,43 @@ ErrorKind open_failure(const SealingKeyPair& pair, ByteView sealed, ByteView ass
   }
   FAIL("the sealed box opened");
   return ErrorKind::kFailure;
+}
+
+// What a host holding a put-only key can forge: a pack of garbage under
+// the ids of `blobs` (sealed under its own blob key, so it authenticates),
+// logged (data and trees in packs of their own); returns the packs.
+std::vector<Id> write_false_copies(Repository& put, const std::vector<catalog::BlobLocation>& blobs) {
+  PackOutput output(put.content(), put.config().pack_size, 1 << 20, 2);
+  for (const catalog::BlobLocation& loc : blobs) {
+    const Bytes garbage = test::random_bytes(loc.blob.raw_length, 99);
+    Bytes sealed;
+    seal_chunk(put, loc.blob.id, garbage, 0, sealed);
+    output.writer().add(loc.blob.type, loc.blob.id, static_cast<uint32_t>(garbage.size()), sealed);
+  }
+  output.writer().flush();
+  ChangeLogEntry logged;
+  logged.packs_added = output.writer().take_committed();
+  put.log_changes(logged);
+  std::vector<Id> packs;
+  for (const LoggedPack& p : logged.packs_added) packs.push_back(p.pack.id);
+  return packs;
+}
+
+// ... and a condemnation of `packs`, dated 1970 with no backup running,
+// sealed under the index key it holds.
+void condemn_falsely(Repository& put, const std::set<Id>& packs) {
+  Condemnation forged;
+  forged.id = Id::random();
+  forged.condemned_unix = 0;
+  forged.host = "owner";
+  forged.packs.assign(packs.begin(), packs.end());
+  forged.running_backups = std::vector<Id>{};
+  put_condemnation(put.target(), put.keys().index, forged);
+}
+
+void write_file(const std::string& path, const Bytes& data) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
 }  // namespace
@@ -194,26 +234,8 @@ TEST_CASE("prune deletes no pack whose blobs a forged copy and condemnation clai
     if (forge_trees || loc.blob.type == catalog::BlobType::kData) blobs.push_back(loc);
   });
   REQUIRE_FALSE(blobs.empty());
-  {
-    PackOutput output(put->content(), put->config().pack_size, 1 << 20, 2);
-    for (const catalog::BlobLocation& loc : blobs) {
-      const Bytes garbage = test::random_bytes(loc.blob.raw_length, 99);
-      Bytes sealed;
-      seal_chunk(*put, loc.blob.id, garbage, 0, sealed);
-      output.writer().add(loc.blob.type, loc.blob.id, static_cast<uint32_t>(garbage.size()), sealed);
-    }
-    output.writer().flush();
-    ChangeLogEntry logged;
-    logged.packs_added = output.writer().take_committed();
-    put->log_changes(logged);
-  }
-  Condemnation forged;
-  forged.id = Id::random();
-  forged.condemned_unix = 0;
-  forged.host = "owner";
-  forged.packs.assign(real_packs.begin(), real_packs.end());
-  forged.running_backups = std::vector<Id>{};
-  put_condemnation(put->target(), put->keys().index, forged);
+  write_false_copies(*put, blobs);
+  condemn_falsely(*put, real_packs);
 
   auto owner = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("owner.db")});
   PruneOptions options;
@@ -233,4 +255,140 @@ TEST_CASE("prune deletes no pack whose blobs a forged copy and condemnation clai
   });
   CHECK(named >= 1);
   CHECK(result.packs_resurrected == real_packs.size());
+}
+
+TEST_CASE("reads verify each chunk against its id and read a false copy around", "[put-only][read]") {
+  // The forged condemnation makes the false copies the ones reads prefer
+  // (a copy in a pack in use comes first). Before: restore failed every
+  // file's checksum (exit 6), check --read-data found nothing.
+  test::TempDir dir("keel-put-only-read");
+  auto store = std::make_shared<targets::memory::MemoryStore>();
+  RepoConfig config;
+  config.version = 2;
+  auto full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
+  full->add_key_slot("put", KeyKind::kPutOnly);
+  const std::string src = dir.file("src");
+  std::filesystem::create_directories(src);
+  std::map<std::string, Bytes> files;
+  for (int i = 0; i < 3; ++i) {
+    files["file" + std::to_string(i)] = test::random_bytes(150'000, 40 + i);
+    write_file(src + "/file" + std::to_string(i), files["file" + std::to_string(i)]);
+  }
+  auto source = agents::fs::make_fs_source({src}, {});
+  BackupProgress progress;
+  const catalog::SnapshotRecord snapshot =
+      run_backup(*full, *source, BackupOptions{}, progress, [](const SkippedItem&) {}).snapshot;
+  std::set<Id> real_packs;
+  for (const catalog::PackRecord& p : full->catalog().list_packs()) real_packs.insert(p.id);
+
+  auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
+  std::vector<catalog::BlobLocation> chunks;
+  put->catalog().for_each_blob_location([&](const catalog::BlobLocation& loc) {
+    if (loc.blob.type == catalog::BlobType::kData) chunks.push_back(loc);
+  });
+  REQUIRE(chunks.size() >= 3);
+  const std::vector<Id> written = write_false_copies(*put, chunks);
+  REQUIRE(written.size() == 1);  // data chunks only
+  const Id forged = written.front();
+  condemn_falsely(*put, real_packs);
+
+  auto owner = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("owner.db")});
+  REQUIRE(owner->catalog().find_blob(chunks.front().blob.id)->pack == forged);
+  auto named_forged = [&] {
+    return std::count_if(owner->warnings().begin(), owner->warnings().end(), [&](const std::string& w) {
+      return w.find("pack " + forged.hex()) != std::string::npos && w.find("does not hash to its id") != std::string::npos;
+    });
+  };
+
+  SECTION("restore returns the right bytes, naming the false pack once") {
+    RestoreOptions options;
+    options.target_dir = dir.file("restored");
+    RestoreProgress restore_progress;
+    RestoreResult result = run_restore(*owner, snapshot, options, restore_progress);
+    CHECK(result.failures.empty());
+    CHECK(result.files_verified == files.size());
+    for (const auto& [name, data] : files) CHECK(read_file(options.target_dir + src + "/" + name) == data);
+    CHECK(named_forged() == 1);
+  }
+  SECTION("a single read (mount, dump, trees) too") {
+    const Bytes chunk = owner->read_blob(chunks.front().blob.id);
+    CHECK(keyed_id(owner->keys().id, chunk) == chunks.front().blob.id);
+    CHECK(named_forged() == 1);
+  }
+  SECTION("check --read-data names every false copy; repair moves the pack aside and keeps the real ones") {
+    CheckResult check = run_check(*owner, CheckOptions{.read_data = true});
+    const size_t false_copies = std::count_if(check.problems.begin(), check.problems.end(), [&](const CheckProblem& p) {
+      return p.message.find("pack " + forged.hex()) != std::string::npos &&
+             p.message.find("does not hash to its id") != std::string::npos;
+    });
+    CHECK(false_copies == chunks.size());
+    CHECK(check.problems.size() == chunks.size());
+    RepairResult repaired = repair(*owner, RepairOptions{});
+    CHECK(repaired.blobs_lost == 0);
+    REQUIRE(repaired.damaged.size() == 1);
+    CHECK(repaired.damaged.front().key == pack_key(forged));
+    CHECK(store->objects().count(pack_key(forged)) == 0);
+    for (const Id& pack : real_packs) CHECK(store->objects().count(pack_key(pack)) == 1);
+    CHECK(run_check(*owner, CheckOptions{.read_data = true}).problems.empty());
+  }
+  SECTION("prune's repack copies no false copy into a new pack") {
+    PruneOptions options;
+    options.grace = std::chrono::seconds(0);
+    options.repack_threshold = 1.01;  // every pack in use is rewritten
+    PruneResult result = prune(*owner, options);
+    CHECK(result.packs_written >= 1);
+    CHECK(store->objects().count(pack_key(forged)) == 0);
+    for (const catalog::BlobLocation& c : chunks) {
+      for (const catalog::BlobLocation& copy : owner->catalog().find_blob_copies(c.blob.id)) {
+        INFO("copy in pack " << copy.pack.hex());
+        CHECK_FALSE(owner->content().check_copy(copy));
+      }
+    }
+    CHECK(run_check(*owner, CheckOptions{.read_data = true}).problems.empty());
+  }
+}
+
+TEST_CASE("a forged change-log entry hides no snapshot and drops no pack", "[put-only][log]") {
+  // A put-only key holds the index key that seals log entries. Before, an
+  // entry claiming snapshots and packs removed made every catalog that
+  // follows the log drop them until it next synced in full.
+  test::TempDir dir("keel-put-only-log");
+  auto store = std::make_shared<targets::memory::MemoryStore>();
+  RepoConfig config;
+  config.version = 2;
+  auto full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
+  full->add_key_slot("put", KeyKind::kPutOnly);
+  // Each backup writes a data pack and a tree pack.
+  int backups = 0;
+  SECTION("a few, each asked with HEAD") { backups = 2; }
+  SECTION("many packs, asked with one listing") { backups = 5; }
+  const std::string src = dir.file("src");
+  std::filesystem::create_directories(src);
+  std::vector<Id> snapshots;
+  for (int i = 0; i < backups; ++i) {
+    write_file(src + "/file", test::random_bytes(100'000, 60 + i));
+    auto source = agents::fs::make_fs_source({src}, {});
+    BackupProgress progress;
+    snapshots.push_back(run_backup(*full, *source, BackupOptions{}, progress, [](const SkippedItem&) {}).snapshot.id);
+  }
+  std::vector<Id> packs;
+  for (const catalog::PackRecord& p : full->catalog().list_packs()) packs.push_back(p.id);
+  // A reader of the log from before the forgery.
+  auto follower = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("follower.db")});
+  REQUIRE(follower->catalog().list_snapshots().size() == snapshots.size());
+  if (backups == 5) REQUIRE(packs.size() > 8);  // Repository::kHeadsBeforeListing: more are listed
+
+  auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
+  ChangeLogEntry forged;
+  forged.snapshots_removed = snapshots;
+  forged.packs_removed = packs;
+  put->log_changes(forged);
+
+  auto reopened = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("follower.db")});
+  CHECK(reopened->catalog().list_snapshots().size() == snapshots.size());
+  CHECK(reopened->catalog().list_packs().size() == packs.size());
+  const size_t warned = std::count_if(reopened->warnings().begin(), reopened->warnings().end(), [](const std::string& w) {
+    return w.find("was removed, but it is still on") != std::string::npos;
+  });
+  CHECK(warned == snapshots.size() + packs.size());
 }
