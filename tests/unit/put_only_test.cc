@@ -74,6 +74,20 @@ void condemn_falsely(Repository& put, const std::set<Id>& packs) {
   put_condemnation(put.target(), put.keys().index, forged);
 }
 
+// A format-2 repository in memory whose full key ("full") added a put-only
+// key slot ("put"): the starting point of every attack below.
+struct PutOnlyRepository {
+  std::shared_ptr<targets::memory::MemoryStore> store = std::make_shared<targets::memory::MemoryStore>();
+  std::unique_ptr<Repository> full;
+
+  explicit PutOnlyRepository(const test::TempDir& dir) {
+    RepoConfig config;
+    config.version = 2;
+    full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
+    full->add_key_slot("put", KeyKind::kPutOnly);
+  }
+};
+
 void write_file(const std::string& path, const Bytes& data) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
@@ -153,11 +167,9 @@ TEST_CASE("a put-only key slot holds no data key and no private key", "[put-only
 
 TEST_CASE("a put-only key backs up into a format-2 repository but reads nothing back", "[put-only][backup]") {
   test::TempDir dir("keel-put-only");
-  auto store = std::make_shared<targets::memory::MemoryStore>();
-  RepoConfig config;
-  config.version = 2;
-  auto full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
-  full->add_key_slot("put", KeyKind::kPutOnly);
+  PutOnlyRepository repo(dir);
+  auto& store = repo.store;
+  auto& full = repo.full;
   auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
   CHECK(put->put_only());
   CHECK_THROWS_AS(put->add_key_slot("more", KeyKind::kFull), Error);
@@ -165,8 +177,7 @@ TEST_CASE("a put-only key backs up into a format-2 repository but reads nothing 
   const std::string src = dir.file("src");
   std::filesystem::create_directories(src);
   const Bytes data = test::random_bytes(300'000, 9);
-  std::ofstream(src + "/secret.bin", std::ios::binary)
-      .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  write_file(src + "/secret.bin", data);
   auto source = agents::fs::make_fs_source({src}, {});
   BackupProgress progress;
   BackupResult result = run_backup(*put, *source, BackupOptions{}, progress, [](const SkippedItem&) {});
@@ -203,17 +214,13 @@ TEST_CASE("prune deletes no pack whose blobs a forged copy and condemnation clai
   // real pack as condemned long ago with no backup running. The owner's
   // prune must re-verify the other copies before it deletes a pack.
   test::TempDir dir("keel-put-only-prune");
-  auto store = std::make_shared<targets::memory::MemoryStore>();
-  RepoConfig config;
-  config.version = 2;
-  auto full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
-  full->add_key_slot("put", KeyKind::kPutOnly);
+  PutOnlyRepository repo(dir);
+  auto& store = repo.store;
+  auto& full = repo.full;
   const std::string src = dir.file("src");
   std::filesystem::create_directories(src);
   for (int i = 0; i < 3; ++i) {
-    const Bytes data = test::random_bytes(200'000, 20 + i);
-    std::ofstream(src + "/file" + std::to_string(i), std::ios::binary)
-        .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    write_file(src + "/file" + std::to_string(i), test::random_bytes(200'000, 20 + i));
   }
   auto source = agents::fs::make_fs_source({src}, {});
   BackupProgress progress;
@@ -262,11 +269,9 @@ TEST_CASE("reads verify each chunk against its id and read a false copy around",
   // (a copy in a pack in use comes first). Before: restore failed every
   // file's checksum (exit 6), check --read-data found nothing.
   test::TempDir dir("keel-put-only-read");
-  auto store = std::make_shared<targets::memory::MemoryStore>();
-  RepoConfig config;
-  config.version = 2;
-  auto full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
-  full->add_key_slot("put", KeyKind::kPutOnly);
+  PutOnlyRepository repo(dir);
+  auto& store = repo.store;
+  auto& full = repo.full;
   const std::string src = dir.file("src");
   std::filesystem::create_directories(src);
   std::map<std::string, Bytes> files;
@@ -353,11 +358,9 @@ TEST_CASE("a forged change-log entry hides no snapshot and drops no pack", "[put
   // entry claiming snapshots and packs removed made every catalog that
   // follows the log drop them until it next synced in full.
   test::TempDir dir("keel-put-only-log");
-  auto store = std::make_shared<targets::memory::MemoryStore>();
-  RepoConfig config;
-  config.version = 2;
-  auto full = Repository::init(targets::memory::open_memory_target(store), config, {"full", dir.file("full.db")});
-  full->add_key_slot("put", KeyKind::kPutOnly);
+  PutOnlyRepository repo(dir);
+  auto& store = repo.store;
+  auto& full = repo.full;
   // Each backup writes a data pack and a tree pack.
   int backups = 0;
   SECTION("a few, each asked with HEAD") { backups = 2; }
