@@ -1,0 +1,192 @@
+// Bucket lifecycle configurations: S3's validation and error codes, the
+// document shown back, and what the rules decide about versions and uploads
+// (tests/gateway/test_lifecycle.py runs the sweep against a live gateway).
+#include <catch2/catch.hpp>
+
+#include "gateway/lifecycle.h"
+#include "gateway/s3_error.h"
+#include "tests/unit/s3_error_code.h"
+
+using namespace keel::gateway;
+using keel::test::error_code;
+
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kDay = 86'400 * kSecond;
+constexpr int64_t kMidnight = 19'675 * kDay;  // Tue, 14 Nov 2023 00:00:00 GMT
+
+std::string config(const std::string& rules) {
+  return "<LifecycleConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">" + rules +
+         "</LifecycleConfiguration>";
+}
+
+std::string rule(const std::string& body, const std::string& id = "r1", const std::string& status = "Enabled") {
+  return "<Rule><ID>" + id + "</ID><Status>" + status + "</Status>" + body + "</Rule>";
+}
+
+std::string refusal(const std::string& xml) {
+  return error_code([&] { LifecycleConfiguration::parse(xml); });
+}
+
+ObjectRecord version(const std::string& key, int64_t modified_ns, uint64_t size = 10, NameValues tags = {}) {
+  ObjectRecord o;
+  o.key = key;
+  o.modified_ns = modified_ns;
+  o.size = size;
+  o.tags = std::move(tags);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: S3's validation and error codes", "[gateway][lifecycle]") {
+  const std::string days = "<Expiration><Days>1</Days></Expiration>";
+  CHECK(refusal(config(rule("<Filter/>" + days, std::string(256, 'x')))) == "InvalidArgument");
+  CHECK_NOTHROW(LifecycleConfiguration::parse(config(rule("<Filter/>" + days, std::string(255, 'x')))));
+  CHECK(refusal(config(rule("<Prefix>a</Prefix>" + days) + rule("<Prefix>b</Prefix>" + days))) == "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/>" + days, "r1", "enabled"))) == "MalformedXML");
+  CHECK(refusal(config(rule("<Prefix/>" + days, "r1", "invalid"))) == "MalformedXML");
+  CHECK(refusal(config(rule("<Prefix/><Expiration><Days>0</Days></Expiration>"))) == "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/><Expiration><Days>-3</Days></Expiration>"))) == "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/><Expiration><Days>x</Days></Expiration>"))) == "MalformedXML");
+  CHECK(refusal(config(rule("<Prefix/><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration>"))) ==
+        "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/><Expiration><Date>20300101</Date></Expiration>"))) == "MalformedXML");
+  CHECK(refusal(config(rule("<Prefix/><Expiration><Days>1</Days><Date>2030-01-01T00:00:00Z</Date></Expiration>"))) ==
+        "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/>"))) == "InvalidArgument");  // no action
+  CHECK(refusal(config(rule("<Prefix/><Expiration><ExpiredObjectDeleteMarker>false</ExpiredObjectDeleteMarker>"
+                            "</Expiration>"))) == "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix>a</Prefix><Filter><Prefix>a</Prefix></Filter>" + days))) == "InvalidArgument");
+  CHECK(refusal(config(rule(days))) == "MalformedXML");  // neither Prefix nor Filter
+  CHECK(refusal(config(rule("<Filter><Prefix>a</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></Filter>" + days))) ==
+        "MalformedXML");  // two conditions need <And>
+  CHECK(refusal(config(rule("<Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter>"
+                            "<AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation>"
+                            "</AbortIncompleteMultipartUpload>"))) == "InvalidRequest");
+  CHECK(refusal(config(rule("<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter>"
+                            "<Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>"))) ==
+        "InvalidRequest");
+  CHECK(refusal(config(rule("<Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan>"
+                            "<ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter>" + days))) == "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/><Expiration><Days>1</Days><ExpiredObjectDeleteMarker>true"
+                            "</ExpiredObjectDeleteMarker></Expiration>"))) == "MalformedXML");
+  CHECK(refusal(config(rule("<Prefix/><NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays>"
+                            "</NoncurrentVersionExpiration>"))) == "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>"
+                            "<NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration>"))) ==
+        "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation>"
+                            "</AbortIncompleteMultipartUpload>"))) == "InvalidArgument");
+  CHECK(refusal(config(rule("<Prefix/><Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition>"))) ==
+        "InvalidStorageClass");
+  CHECK(refusal(config(rule("<Prefix/>" + days + "<Bogus/>"))) == "MalformedXML");
+  CHECK(refusal(config("")) == "MalformedXML");
+  CHECK(refusal("<CORSConfiguration/>") == "MalformedXML");
+}
+
+TEST_CASE("lifecycle: the document shown back, IDs generated where missing", "[gateway][lifecycle]") {
+  const auto parsed = LifecycleConfiguration::parse(config(
+      "<Rule><Status>Enabled</Status><Prefix>logs/</Prefix><Expiration><Days>3</Days></Expiration></Rule>" +
+      rule("<Filter><And><Prefix>a/</Prefix><Tag><Key> k </Key><Value>v </Value></Tag>"
+           "<ObjectSizeGreaterThan>5</ObjectSizeGreaterThan></And></Filter>"
+           "<Expiration><Date>2030-01-01T00:00:00.000Z</Date></Expiration>"
+           "<NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays><NewerNoncurrentVersions>3"
+           "</NewerNoncurrentVersions></NoncurrentVersionExpiration>",
+           "dated", "Disabled") +
+      rule("<Filter><Prefix></Prefix></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>7"
+           "</DaysAfterInitiation></AbortIncompleteMultipartUpload>",
+           "uploads")));
+  REQUIRE(parsed.rules().size() == 3);
+  const std::string generated = parsed.rules()[0].id;
+  CHECK(generated.size() == 48);
+  CHECK(parsed.rules()[1].filter.tags == NameValues{{" k ", "v "}});
+  const std::string xml = parsed.to_xml();
+  CHECK(xml.find("<ID>" + generated + "</ID><Prefix>logs/</Prefix><Status>Enabled</Status>") != std::string::npos);
+  CHECK(xml.find("<Filter><And><Prefix>a/</Prefix><Tag><Key> k </Key><Value>v </Value></Tag>"
+                 "<ObjectSizeGreaterThan>5</ObjectSizeGreaterThan></And></Filter><Status>Disabled</Status>") !=
+        std::string::npos);
+  CHECK(xml.find("<NewerNoncurrentVersions>3</NewerNoncurrentVersions>") != std::string::npos);
+  CHECK(xml.find("<Filter><Prefix></Prefix></Filter>") != std::string::npos);
+  // What GetBucketLifecycle shows parses to the same document (the generated ID kept).
+  CHECK(LifecycleConfiguration::parse(xml).to_xml() == xml);
+  // The prefixes a sweep lists: enabled rules only, split by what they act on.
+  CHECK(parsed.prefixes(false) == std::vector<std::string>{"logs/"});
+  CHECK(parsed.prefixes(true) == std::vector<std::string>{""});
+}
+
+TEST_CASE("lifecycle: expiry dates, filters and prefixes", "[gateway][lifecycle]") {
+  const auto parsed = LifecycleConfiguration::parse(config(
+      rule("<Prefix>tmp/</Prefix><Expiration><Days>1</Days></Expiration>", "short") +
+      rule("<Filter><And><Prefix>tmp/</Prefix><Tag><Key>keep</Key><Value>no</Value></Tag></And></Filter>"
+           "<Expiration><Date>2023-11-14T00:00:00Z</Date></Expiration>",
+           "tagged") +
+      rule("<Filter><ObjectSizeLessThan>100</ObjectSizeLessThan></Filter><Expiration><Days>30</Days></Expiration>",
+           "small") +
+      rule("<Prefix>tmp/a</Prefix><AbortIncompleteMultipartUpload><DaysAfterInitiation>2</DaysAfterInitiation>"
+           "</AbortIncompleteMultipartUpload>",
+           "abort")));
+  const LifecycleDay real;
+  // Written at 10:00 on 13 Nov: one day later, rounded up to the next midnight UTC.
+  const int64_t written = kMidnight - kDay + 10 * 3600 * kSecond;
+  auto due = parsed.expiration(version("tmp/x", written), real);
+  REQUIRE(due);
+  CHECK(due->at_ns == kMidnight + kDay);
+  CHECK(due->rule_id == "short");
+  CHECK(expiration_header(*due) == "expiry-date=\"Wed, 15 Nov 2023 00:00:00 GMT\", rule-id=\"short\"");
+  // The tag filter matches only with the tag; its date is earlier.
+  due = parsed.expiration(version("tmp/x", written, 10, {{"keep", "no"}, {"other", "1"}}), real);
+  REQUIRE(due);
+  CHECK(due->rule_id == "tagged");
+  CHECK(due->at_ns == kMidnight);
+  // Size: under 100 bytes expires after 30 days; 100 bytes is not under.
+  CHECK(parsed.expiration(version("big", written, 100), real) == std::nullopt);
+  CHECK(parsed.expiration(version("small", written, 99), real)->rule_id == "small");
+  ObjectRecord marker = version("tmp/x", written);
+  marker.delete_marker = true;
+  CHECK(parsed.expiration(marker, real) == std::nullopt);
+  // A debug day is not rounded.
+  const LifecycleDay debug{10 * kSecond};
+  CHECK(parsed.expiration(version("tmp/x", written), debug)->at_ns == written + 10 * kSecond);
+  // Uploads: by prefix only.
+  CHECK(parsed.abort_date("tmp/ab", written, real)->at_ns == kMidnight + 2 * kDay);
+  CHECK(parsed.abort_date("tmp/b", written, real) == std::nullopt);
+  // Prefixes inside others are swept with them; "" (the size rule) covers the bucket.
+  CHECK(parsed.prefixes(false) == std::vector<std::string>{""});
+  CHECK(parsed.prefixes(true) == std::vector<std::string>{"tmp/a"});
+}
+
+TEST_CASE("lifecycle: what the rules do to current, noncurrent and delete-marker versions", "[gateway][lifecycle]") {
+  const auto parsed = LifecycleConfiguration::parse(config(
+      rule("<Prefix>cur/</Prefix><Expiration><Days>1</Days></Expiration>", "cur") +
+      rule("<Prefix>old/</Prefix><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>"
+           "<NewerNoncurrentVersions>2</NewerNoncurrentVersions></NoncurrentVersionExpiration>",
+           "old") +
+      rule("<Prefix>dm/</Prefix><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>",
+           "dm") +
+      rule("<Prefix>off/</Prefix><Expiration><Days>1</Days></Expiration>", "off", "Disabled")));
+  const LifecycleDay day{10 * kSecond};
+  const int64_t t = kMidnight;
+  const VersionPlace current{true, true, 0, 0};
+  CHECK(lifecycle_action(parsed, version("cur/a", t), current, day, t + 9 * kSecond) == LifecycleAction::kNone);
+  CHECK(lifecycle_action(parsed, version("cur/a", t), current, day, t + 10 * kSecond) ==
+        LifecycleAction::kExpireCurrent);
+  CHECK(lifecycle_action(parsed, version("off/a", t), current, day, t + kDay) == LifecycleAction::kNone);
+  CHECK(lifecycle_action(parsed, version("other", t), current, day, t + kDay) == LifecycleAction::kNone);
+  // Noncurrent: counted from when the next newer version was written; the two newest noncurrent ones stay.
+  const int64_t superseded = t + 100 * kSecond;
+  CHECK(lifecycle_action(parsed, version("old/a", t), {false, false, superseded, 2}, day, superseded + 9 * kSecond) ==
+        LifecycleAction::kNone);
+  CHECK(lifecycle_action(parsed, version("old/a", t), {false, false, superseded, 2}, day, superseded + 10 * kSecond) ==
+        LifecycleAction::kRemoveNoncurrent);
+  CHECK(lifecycle_action(parsed, version("old/a", t), {false, false, superseded, 1}, day, superseded + kDay) ==
+        LifecycleAction::kNone);
+  // The current version under a noncurrent-only rule stays.
+  CHECK(lifecycle_action(parsed, version("old/a", t), current, day, t + kDay) == LifecycleAction::kNone);
+  // A delete marker with no other version goes; one with versions behind it stays.
+  ObjectRecord marker = version("dm/a", t, 0);
+  marker.delete_marker = true;
+  CHECK(lifecycle_action(parsed, marker, current, day, t) == LifecycleAction::kRemoveDeleteMarker);
+  CHECK(lifecycle_action(parsed, marker, {true, false, 0, 0}, day, t) == LifecycleAction::kNone);
+}
