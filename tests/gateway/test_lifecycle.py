@@ -7,6 +7,7 @@ CreateMultipartUpload, then what the sweep does: current versions expired
 NewerNoncurrentVersions removed, a lone delete marker removed, unfinished
 uploads aborted, and nothing removed that Object Lock protects or no rule
 names. The rules survive a crash of the gateway."""
+import concurrent.futures
 import datetime
 import re
 import time
@@ -19,9 +20,16 @@ SERVER = f"lifecycle_interval = 1\nlifecycle_debug_day = {DAY_S}\n"
 GATEWAYS = {}
 
 
+def in_parallel(calls):
+    """{name: fn()} of {name: fn}, each on its own thread (the raw and dedupe gateways side by side)."""
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        futures = {name: pool.submit(fn) for name, fn in calls.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
 def setUpModule():
-    GATEWAYS["raw"] = Gateway(server_extra=SERVER)
-    GATEWAYS["dedupe"] = Gateway(dedupe=True, server_extra=SERVER)
+    GATEWAYS.update(in_parallel({"raw": lambda: Gateway(server_extra=SERVER),
+                                 "dedupe": lambda: Gateway(dedupe=True, server_extra=SERVER)}))
 
 
 def tearDownModule():
@@ -92,7 +100,9 @@ class LifecycleTest(unittest.TestCase):
                                  "AccessDenied")
 
     def test_rules_are_carried_out(self):
-        state = {mode: self.set_up_buckets(mode, gateway) for mode, gateway in GATEWAYS.items()}
+        # Clients made here: creating boto3 clients on several threads at once is not safe.
+        clients = {mode: boto3_client(gateway, "http") for mode, gateway in GATEWAYS.items()}
+        state = in_parallel({mode: (lambda m=mode, s3=s3: self.set_up_buckets(m, s3)) for mode, s3 in clients.items()})
         deadline = time.monotonic() + 15
         while True:
             failures = {mode: self.failures(mode, *state[mode]) for mode in GATEWAYS}
@@ -101,8 +111,7 @@ class LifecycleTest(unittest.TestCase):
             time.sleep(0.5)
         self.assertEqual(failures, {mode: [] for mode in GATEWAYS})
 
-    def set_up_buckets(self, mode, gateway):
-        s3 = boto3_client(gateway, "http")
+    def set_up_buckets(self, mode, s3):
         plain, versioned, locked = f"lc-plain-{mode}", f"lc-versioned-{mode}", f"lc-locked-{mode}"
         for bucket in (plain, versioned):
             s3.create_bucket(Bucket=bucket)

@@ -101,6 +101,8 @@ TEST_CASE("lifecycle: the document shown back, IDs generated where missing", "[g
   REQUIRE(parsed.rules().size() == 3);
   const std::string generated = parsed.rules()[0].id;
   CHECK(generated.size() == 48);
+  CHECK(parsed.rules()[1].id == "dated");  // IDs sent are kept
+  CHECK(parsed.rules()[2].id == "uploads");
   CHECK(parsed.rules()[1].filter.tags == NameValues{{" k ", "v "}});
   const std::string xml = parsed.to_xml();
   CHECK(xml.find("<ID>" + generated + "</ID><Prefix>logs/</Prefix><Status>Enabled</Status>") != std::string::npos);
