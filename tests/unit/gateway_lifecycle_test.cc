@@ -3,9 +3,13 @@
 // (tests/gateway/test_lifecycle.py runs the sweep against a live gateway).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "gateway/lifecycle.h"
+#include "gateway/s3_api.h"
 #include "gateway/s3_error.h"
 #include "tests/unit/s3_error_code.h"
+#include "tests/unit/temp_dir.h"
 
 using namespace keel::gateway;
 using keel::test::error_code;
@@ -191,4 +195,61 @@ TEST_CASE("lifecycle: what the rules do to current, noncurrent and delete-marker
   marker.delete_marker = true;
   CHECK(lifecycle_action(parsed, marker, current, day, t) == LifecycleAction::kRemoveDeleteMarker);
   CHECK(lifecycle_action(parsed, marker, {true, false, 0, 0}, day, t) == LifecycleAction::kNone);
+}
+
+TEST_CASE("lifecycle sweep: lists only the rules' prefixes, bounded per run, and goes on where it stopped",
+          "[gateway][lifecycle]") {
+  keel::test::TempDir dir("keel-lifecycle");
+  GatewayConfig gateway;
+  gateway.state_dir = dir.file("state");
+  gateway.bucket_root = dir.file("buckets");
+  gateway.users = {User{"alice", "AKIDALICE", "secret"}};
+  const int64_t written = kMidnight;
+  {
+    // Written straight into gateway.db: 2000 objects beside a rule's 10 in bucket "p", 1200 in "w".
+    std::filesystem::create_directories(gateway.state_dir);
+    MetadataStore metadata(gateway.state_dir + "/gateway.db");
+    metadata.transaction([&] {
+      for (const std::string name : {"p", "w"}) {
+        std::filesystem::create_directories(gateway.bucket_root + "/" + name);
+        metadata.put_bucket({name, "alice", 1, gateway.bucket_root + "/" + name, false});
+      }
+      metadata.set_lifecycle("p", LifecycleConfiguration::parse(config(
+                                      rule("<Prefix>in/</Prefix><Expiration><Days>1</Days></Expiration>"))).to_xml());
+      metadata.set_lifecycle("w", LifecycleConfiguration::parse(config(
+                                      rule("<Filter/><Expiration><Days>1000</Days></Expiration>"))).to_xml());
+      const auto put = [&](const std::string& bucket, const std::string& key) {
+        ObjectRecord o = version(key, written);
+        o.bucket = bucket;
+        o.etag = "e";
+        metadata.put_object(o);
+      };
+      for (int i = 0; i < 2000; ++i) put("p", (i % 2 ? "a/" : "z/") + std::to_string(i));
+      for (int i = 0; i < 10; ++i) put("p", "in/" + std::to_string(i));
+      for (int i = 0; i < 1200; ++i) put("w", std::to_string(i));
+    });
+  }
+  S3Api api(gateway);
+  // Not yet due: nothing happens, and only the 10 versions under in/ and the 1200 of "w" are looked at.
+  auto sweep = api.sweep_lifecycle(written + kDay / 2, 100'000);
+  CHECK(sweep.examined == 1210);
+  CHECK(sweep.expired == 0);
+  CHECK(sweep.finished);
+  // Due in "p" (a day rounds up to the next midnight): at most 500 a run, the next run going on.
+  const int64_t due = written + 2 * kDay;
+  uint64_t examined = 0, expired = 0;
+  int runs = 0;
+  do {
+    sweep = api.sweep_lifecycle(due, 500);
+    CHECK(sweep.examined <= 500);
+    examined += sweep.examined;
+    expired += sweep.expired;
+    ++runs;
+  } while (!sweep.finished && runs < 10);
+  CHECK(sweep.finished);
+  CHECK(runs == 3);
+  CHECK(examined == 1210);
+  CHECK(expired == 10);
+  // Gone: the next pass starts over and finds only "w"'s.
+  CHECK(api.sweep_lifecycle(due, 100'000).examined == 1200);
 }
