@@ -3,7 +3,9 @@
 // (tests/gateway/test_lifecycle.py runs the sweep against a live gateway).
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
+#include <iostream>
 
 #include "gateway/lifecycle.h"
 #include "gateway/s3_api.h"
@@ -252,4 +254,38 @@ TEST_CASE("lifecycle sweep: lists only the rules' prefixes, bounded per run, and
   CHECK(expired == 10);
   // Gone: the next pass starts over and finds only "w"'s.
   CHECK(api.sweep_lifecycle(due, 100'000).examined == 1200);
+}
+
+// Not in CI (hidden tag): the CPU a sweep run costs, for docs/gateway.md ("Lifecycle").
+// build/tests/keel_unit_tests "[.lifecycle-bench]"
+TEST_CASE("lifecycle sweep: time of a 100,000-version run with nothing due", "[.lifecycle-bench]") {
+  keel::test::TempDir dir("keel-lifecycle-bench");
+  GatewayConfig gateway;
+  gateway.state_dir = dir.file("state");
+  gateway.bucket_root = dir.file("buckets");
+  gateway.users = {User{"alice", "AKIDALICE", "secret"}};
+  {
+    std::filesystem::create_directories(gateway.state_dir);
+    std::filesystem::create_directories(gateway.bucket_root + "/b");
+    MetadataStore metadata(gateway.state_dir + "/gateway.db");
+    metadata.transaction([&] {
+      metadata.put_bucket({"b", "alice", 1, gateway.bucket_root + "/b", false});
+      metadata.set_lifecycle("b", LifecycleConfiguration::parse(config(
+                                      rule("<Filter/><Expiration><Days>1000</Days></Expiration>"))).to_xml());
+      for (int i = 0; i < 100'000; ++i) {
+        ObjectRecord o = version("backups/job-" + std::to_string(i % 97) + "/" + std::to_string(i), kMidnight);
+        o.bucket = "b";
+        o.etag = "e";
+        metadata.put_object(o);
+      }
+    });
+  }
+  S3Api api(gateway);
+  const auto cpu = [] { return std::clock() / double(CLOCKS_PER_SEC); };
+  const double start = cpu();
+  const auto wall = std::chrono::steady_clock::now();
+  const auto sweep = api.sweep_lifecycle(kMidnight + kDay, 100'000);
+  std::cout << "lifecycle sweep: " << sweep.examined << " versions, " << (cpu() - start) << " s CPU, "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count() << " s wall\n";
+  CHECK(sweep.examined == 100'000);
 }
