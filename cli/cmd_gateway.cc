@@ -7,6 +7,7 @@
 #include "gateway/config.h"
 #include "gateway/garbage_collection.h"
 #include "gateway/http_server.h"
+#include "gateway/lifecycle_sweeper.h"
 #include "gateway/rdma_plane.h"
 #include "gateway/s3_api.h"
 #include "targets/rdma/verbs_transport.h"
@@ -113,6 +114,7 @@ int cmd_gateway(App& app, const Args& args) {
   for (const auto& url : server.urls()) std::cout << "listening on " << url << std::endl;
   if (rdma) std::cout << "rdma on " << api.config().rdma_listen->host << ":" << rdma->port() << std::endl;
   if (const auto url = server.metrics_url()) std::cout << "metrics on " << *url << std::endl;
+  gateway::LifecycleSweeper lifecycle(api, api.config().lifecycle_interval, std::cerr);
   server.run();
   app.say("keel gateway stopped");
   return 0;

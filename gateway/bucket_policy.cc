@@ -123,6 +123,9 @@ const std::map<Operation, std::string_view>& action_exceptions() {
       {Operation::kGetBucketEncryption, "s3:GetEncryptionConfiguration"},
       {Operation::kPutBucketEncryption, "s3:PutEncryptionConfiguration"},
       {Operation::kDeleteBucketEncryption, "s3:PutEncryptionConfiguration"},
+      {Operation::kGetBucketLifecycle, "s3:GetLifecycleConfiguration"},
+      {Operation::kPutBucketLifecycle, "s3:PutLifecycleConfiguration"},
+      {Operation::kDeleteBucketLifecycle, "s3:PutLifecycleConfiguration"},
   };
   return kActions;
 }

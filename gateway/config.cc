@@ -129,6 +129,8 @@ void parse_server(const Section& s, GatewayConfig& config) {
   if (auto n = s.number("idle_timeout", 1, 86400)) limits.idle_timeout = std::chrono::seconds(*n);
   if (auto n = s.number("min_body_rate", 0, 1ull << 40)) limits.min_body_rate = *n;
   if (auto n = s.number("body_rate_window", 1, 3600)) limits.body_rate_window = std::chrono::seconds(*n);
+  if (auto n = s.number("lifecycle_interval", 1, 86400)) config.lifecycle_interval = std::chrono::seconds(*n);
+  if (auto n = s.number("lifecycle_debug_day", 1, 86400)) config.lifecycle_day = std::chrono::seconds(*n);
 }
 
 }  // namespace
@@ -180,7 +182,8 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       parse_server(Section(section, where,
                            {"listen", "tls_listen", "tls_certificate", "tls_key", "region", "domain", "state_dir",
                             "bucket_root", "threads", "metrics_listen", "rdma_listen", "max_connections",
-                            "max_connections_per_client", "idle_timeout", "min_body_rate", "body_rate_window"}),
+                            "max_connections_per_client", "idle_timeout", "min_body_rate", "body_rate_window",
+                            "lifecycle_interval", "lifecycle_debug_day"}),
                    config);
       have_server = true;
     } else if (section_name == "dedupe") {

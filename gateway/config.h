@@ -86,6 +86,11 @@ struct GatewayConfig {
   // The RDMA data plane (docs/rdma.md): an address on the RDMA device's
   // netdev. Without it, requests carrying an RDMA token are declined (501).
   std::optional<ListenAddress> rdma_listen;
+  // Lifecycle rules (docs/gateway.md, "Lifecycle"): the sweep that carries
+  // them out runs this often, and counts days of this length (S3's 86400 s;
+  // tests shorten it, as RGW's rgw_lc_debug_interval).
+  std::chrono::seconds lifecycle_interval{600};
+  std::chrono::seconds lifecycle_day{86400};
   std::vector<User> users;
   std::vector<BucketConfig> buckets;
 

@@ -91,6 +91,11 @@ const std::vector<catalog::Migration> kMigrations = {
     {
         "ALTER TABLE objects ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
     },
+    // 8: the bucket's lifecycle configuration (XML; '': none), beside the
+    // objects it expires, so that one database holds both.
+    {
+        "ALTER TABLE buckets ADD COLUMN lifecycle TEXT NOT NULL DEFAULT ''",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -173,7 +178,7 @@ void MetadataStore::put_bucket(const BucketRecord& b) {
 namespace {
 constexpr const char* kBucketColumns =
     "name, owner, created_ns, path, configured, versioning, object_lock, default_retention_mode,"
-    " default_retention_days, default_retention_years, mode";
+    " default_retention_days, default_retention_years, mode, lifecycle";
 BucketRecord read_bucket(Statement& s) {
   return {s.column_text(0),
           s.column_text(1),
@@ -183,7 +188,8 @@ BucketRecord read_bucket(Statement& s) {
           s.column_text(5),
           s.column_int64(6) != 0,
           {s.column_text(7), static_cast<int>(s.column_int64(8)), static_cast<int>(s.column_int64(9))},
-          s.column_text(10)};
+          s.column_text(10),
+          s.column_text(11)};
 }
 }  // namespace
 
@@ -241,6 +247,13 @@ void MetadataStore::set_object_lock(const std::string& bucket) {
 void MetadataStore::set_bucket_tags(const std::string& bucket, const NameValues& tags) {
   StatementScope s(impl_->db.cached("UPDATE buckets SET tags = ? WHERE name = ?"));
   s->bind_blob(1, encode_headers(tags));
+  s->bind_text(2, bucket);
+  s->run();
+}
+
+void MetadataStore::set_lifecycle(const std::string& bucket, const std::string& xml) {
+  StatementScope s(impl_->db.cached("UPDATE buckets SET lifecycle = ? WHERE name = ?"));
+  s->bind_text(1, xml);
   s->bind_text(2, bucket);
   s->run();
 }
@@ -376,6 +389,14 @@ std::optional<ObjectRecord> MetadataStore::object(const std::string& bucket, con
   }
   o.segments = segments_of(db, number);
   return o;
+}
+
+uint64_t MetadataStore::version_count(const std::string& bucket, const std::string& key) {
+  StatementScope s(impl_->db.cached("SELECT count(*) FROM objects WHERE bucket = ? AND key = ?"));
+  s->bind_text(1, bucket);
+  s->bind_text(2, key);
+  s->step();
+  return s->column_uint64(0);
 }
 
 std::optional<ObjectRecord> MetadataStore::delete_version(const std::string& bucket, const std::string& key,

@@ -46,6 +46,7 @@ struct BucketRecord {
   bool object_lock = false;  // created with Object Lock (versioning then stays Enabled)
   DefaultRetention default_retention;
   std::string mode = "raw";  // "raw" or "dedupe" (config.h's bucket_mode_name)
+  std::string lifecycle;     // the lifecycle configuration's XML as GetBucketLifecycle shows it; "" when none
 };
 
 // The version id of objects written while versioning was off or suspended.
@@ -139,6 +140,7 @@ class MetadataStore {
   void set_default_retention(const std::string& bucket, const DefaultRetention& retention);
   void set_object_lock(const std::string& bucket);  // turns Object Lock on for good
   void set_bucket_tags(const std::string& bucket, const NameValues& tags);  // empty: none
+  void set_lifecycle(const std::string& bucket, const std::string& xml);     // empty: none
   NameValues bucket_tags(const std::string& bucket);
 
   // Object versions. The newest version of a key (the last one put) is its
@@ -149,6 +151,8 @@ class MetadataStore {
   // A version, or the current one when version_id is empty; it may be a delete marker.
   std::optional<ObjectRecord> object(const std::string& bucket, const std::string& key,
                                      const std::string& version_id = "");
+  // How many versions and delete markers `key` has.
+  uint64_t version_count(const std::string& bucket, const std::string& key);
   // Removes one version; returns it with its segments (nullopt when there was none).
   std::optional<ObjectRecord> delete_version(const std::string& bucket, const std::string& key,
                                              const std::string& version_id);

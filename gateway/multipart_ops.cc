@@ -148,6 +148,7 @@ Response S3Api::create_upload(const Call& call) {
     r.headers.emplace_back("x-amz-checksum-algorithm", algorithm_name(upload.checksum_algorithm));
     r.headers.emplace_back("x-amz-checksum-type", upload_checksum_type(upload));
   }
+  add_abort_headers(r, *bucket, upload);
   return r;
 }
 
@@ -416,7 +417,9 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       for (const auto& segment : replaced) unused.push_back(segment.file);
     }
     for (const auto& file : unused) bucket->storage->remove(file);
-    return completion_response(object, versioned);
+    Response r = completion_response(object, versioned);
+    add_expiration_header(r, *bucket, object);
+    return r;
   });
 }
 

@@ -185,6 +185,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         r.headers.emplace_back("etag", quoted_etag(object.etag));
         add_version_header(r, versioned, object.version_id);
         add_checksum_header(r, checks);
+        add_expiration_header(r, *bucket, object);
         return r;
       });
 }
@@ -270,6 +271,7 @@ Response S3Api::get_object(const Call& call, bool head) {
   }
   apply_response_overrides(r, call.request);
   add_version_header(r, versioned, object->version_id);
+  if (object->latest) add_expiration_header(r, *bucket, *object);
   return r;
 }
 
@@ -366,6 +368,7 @@ Response S3Api::copy_object(const Call& call) {
       .element("ETag", quoted_etag(copy.etag));
   Response r = xml_response(xml.finish());
   add_version_header(r, versioned, copy.version_id);
+  add_expiration_header(r, *to, copy);
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
   return r;
 }

@@ -25,9 +25,9 @@ std::string host_without_port(std::string_view host) {
 
 // Subresources of S3 that the gateway does not serve: asking for one must not
 // fall through to a plain object or bucket operation.
-constexpr std::array<std::string_view, 17> kUnsupportedSubresources = {
+constexpr std::array<std::string_view, 16> kUnsupportedSubresources = {
     "accelerate", "analytics", "intelligent-tiering", "inventory",
-    "lifecycle", "logging", "metrics", "notification",
+    "logging", "metrics", "notification",
     "replication", "requestPayment", "restore", "select",
     "tagging", "torrent", "website", "session", "renameObject",
 };
@@ -46,14 +46,15 @@ void refuse_unsupported_subresources(const S3Request& request) {
   throw S3Error("MethodNotAllowed", request.method + " is not allowed on " + request.resource());
 }
 
-// ?acl, ?policy, ?policyStatus, ?ownershipControls, ?publicAccessBlock, ?cors and ?encryption on a bucket.
+// ?acl, ?policy, ?policyStatus, ?ownershipControls, ?publicAccessBlock, ?cors, ?encryption and ?lifecycle
+// on a bucket.
 std::optional<Operation> route_bucket_access(const S3Request& r) {
   struct Subresource {
     std::string_view name;
     Operation get, put;
     std::optional<Operation> remove;  // DELETE (an ACL cannot be deleted)
   };
-  static constexpr std::array<Subresource, 6> kSubresources = {{
+  static constexpr std::array<Subresource, 7> kSubresources = {{
       {"acl", Operation::kGetBucketAcl, Operation::kPutBucketAcl, std::nullopt},
       {"policy", Operation::kGetBucketPolicy, Operation::kPutBucketPolicy, Operation::kDeleteBucketPolicy},
       {"ownershipControls", Operation::kGetBucketOwnershipControls, Operation::kPutBucketOwnershipControls,
@@ -63,6 +64,7 @@ std::optional<Operation> route_bucket_access(const S3Request& r) {
       {"cors", Operation::kGetBucketCors, Operation::kPutBucketCors, Operation::kDeleteBucketCors},
       {"encryption", Operation::kGetBucketEncryption, Operation::kPutBucketEncryption,
        Operation::kDeleteBucketEncryption},
+      {"lifecycle", Operation::kGetBucketLifecycle, Operation::kPutBucketLifecycle, Operation::kDeleteBucketLifecycle},
   }};
   // GetBucketPolicyStatus is answered by the GetBucketPolicy handler (a view of the policy).
   if (r.has_query("policyStatus")) {
@@ -270,6 +272,7 @@ bool takes_body(Operation operation) {
     case Operation::kPutPublicAccessBlock:
     case Operation::kPutBucketCors:
     case Operation::kPutBucketEncryption:
+    case Operation::kPutBucketLifecycle:
       return true;
     default:
       return false;
@@ -277,7 +280,7 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 55> kNames = {
+  static constexpr std::array<std::string_view, 58> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
@@ -289,7 +292,8 @@ std::string_view operation_name(Operation operation) {
       "PutBucketPolicy", "DeleteBucketPolicy", "GetBucketOwnershipControls", "PutBucketOwnershipControls",
       "DeleteBucketOwnershipControls", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock",
       "GetBucketCors", "PutBucketCors", "DeleteBucketCors", "GetBucketEncryption", "PutBucketEncryption",
-      "DeleteBucketEncryption"};
+      "DeleteBucketEncryption", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration",
+      "DeleteBucketLifecycle"};
   return kNames[static_cast<size_t>(operation)];
 }
 

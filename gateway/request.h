@@ -104,6 +104,9 @@ enum class Operation {
   kGetBucketEncryption,
   kPutBucketEncryption,
   kDeleteBucketEncryption,
+  kGetBucketLifecycle,
+  kPutBucketLifecycle,
+  kDeleteBucketLifecycle,
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

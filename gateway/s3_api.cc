@@ -88,7 +88,8 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
       state_lock_(lock_state(config_)),
       clock_(std::move(clock)),
       metadata_(config_.state_dir + "/gateway.db"),
-      access_store_(config_.state_dir + "/access.db") {
+      access_store_(config_.state_dir + "/access.db"),
+      lifecycle_day_{std::chrono::duration_cast<std::chrono::nanoseconds>(config_.lifecycle_day).count()} {
   if (config_.api_bucket_repository) open_repository(*config_.api_bucket_repository, "[dedupe]");
   std::set<std::string> configured;
   for (const auto& b : config_.buckets) {
@@ -98,6 +99,7 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
     BucketRecord record{b.name, b.owner, existing ? existing->created_ns : now_ns(),
                         dedupe ? b.repository.location : b.path, true, existing ? existing->versioning : ""};
     record.mode = bucket_mode_name(b.mode);
+    if (existing) record.lifecycle = existing->lifecycle;
     metadata_.put_bucket(record);
     add_bucket(record, b.grants, b.owner_only_unversioned_delete);
     configured.insert(b.name);
@@ -132,6 +134,9 @@ std::shared_ptr<S3Api::Bucket> S3Api::add_bucket(BucketRecord record, std::map<s
   auto bucket = std::make_shared<Bucket>(
       Bucket{std::move(record), std::move(grants), std::move(storage), owner_only_unversioned_delete});
   bucket->rules = load_access_rules(bucket->record.name);
+  if (!bucket->record.lifecycle.empty()) {
+    bucket->lifecycle = std::make_shared<const LifecycleConfiguration>(LifecycleConfiguration::parse(bucket->record.lifecycle));
+  }
   buckets_[bucket->record.name] = bucket;
   return bucket;
 }
@@ -301,6 +306,9 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kGetBucketEncryption: return respond(get_bucket_encryption(call));
     case Operation::kPutBucketEncryption: return read_body(put_bucket_encryption(call));
     case Operation::kDeleteBucketEncryption: return respond(delete_bucket_setting(call, "encryption"));
+    case Operation::kGetBucketLifecycle: return respond(get_bucket_lifecycle(call));
+    case Operation::kPutBucketLifecycle: return read_body(put_bucket_lifecycle(call));
+    case Operation::kDeleteBucketLifecycle: return respond(delete_bucket_lifecycle(call));
   }
   throw S3Error("NotImplemented", "operation not implemented");
 }

@@ -20,6 +20,7 @@
 #include "gateway/deferred_removal.h"
 #include "gateway/exchange.h"
 #include "gateway/group_commit.h"
+#include "gateway/lifecycle.h"
 #include "gateway/metadata.h"
 #include "gateway/metrics.h"
 #include "gateway/sigv4_verify.h"
@@ -51,6 +52,25 @@ class S3Api final : public RequestHandler {
   // Per repository of dedupe buckets: bytes written and stored since start.
   std::vector<DedupeFigures> dedupe_figures() const;
 
+  // What one lifecycle sweep did, and the versions it kept because Object
+  // Lock protects them (one line each, for the log).
+  struct LifecycleSweep {
+    uint64_t examined = 0;  // versions and uploads looked at
+    uint64_t expired = 0;   // current versions expired (a delete marker added, or the object removed)
+    uint64_t delete_markers_removed = 0;
+    uint64_t noncurrent_removed = 0;
+    uint64_t uploads_aborted = 0;
+    std::vector<std::string> kept;
+    bool finished = false;  // every bucket's rules were swept to the end
+  };
+  // Carries out the lifecycle rules of every bucket as of now_ns, looking at
+  // no more than `budget` versions and uploads; the next call goes on where
+  // this one stopped (in memory: a restart starts over). Only the key ranges
+  // the rules' prefixes name are listed, a page at a time with the lock
+  // released in between; each page's changes are rechecked and committed in
+  // one transaction. A version under retention or legal hold is never removed.
+  LifecycleSweep sweep_lifecycle(int64_t now_ns, uint64_t budget);
+
  private:
   struct Bucket {
     BucketRecord record;
@@ -58,6 +78,7 @@ class S3Api final : public RequestHandler {
     std::shared_ptr<BucketStorage> storage;
     bool owner_only_unversioned_delete = false;  // the configuration's delete_unversioned = owner
     std::shared_ptr<const BucketAccessRules> rules = std::make_shared<const BucketAccessRules>();  // guarded by mutex_
+    std::shared_ptr<const LifecycleConfiguration> lifecycle;  // guarded by mutex_; null: none
   };
   struct Call {
     const S3Request& request;
@@ -148,6 +169,30 @@ class S3Api final : public RequestHandler {
   Response get_bucket_encryption(const Call& call);
   std::unique_ptr<RequestBody> put_bucket_encryption(const Call& call);
   bool encrypted_at_rest(const std::string& bucket);
+  // Lifecycle (lifecycle_ops.cc).
+  Response get_bucket_lifecycle(const Call& call);
+  std::unique_ptr<RequestBody> put_bucket_lifecycle(const Call& call);
+  Response delete_bucket_lifecycle(const Call& call);
+  // Stores a bucket's lifecycle configuration (null: none) in gateway.db and in memory.
+  void set_lifecycle(Bucket& bucket, std::shared_ptr<const LifecycleConfiguration> lifecycle);
+  // x-amz-expiration on a response about `object` when it is current and a rule will expire it.
+  void add_expiration_header(Response& r, const Bucket& bucket, const ObjectRecord& object);
+  // x-amz-abort-date and x-amz-abort-rule-id for an upload a rule will abort.
+  void add_abort_headers(Response& r, const Bucket& bucket, const UploadRecord& upload);
+  // Where sweep_lifecycle stopped in one bucket.
+  struct SweepCursor {
+    std::shared_ptr<const LifecycleConfiguration> config;  // the rules it was sweeping; others start over
+    size_t prefix = 0;     // index into config->prefixes(uploads)
+    bool uploads = false;  // the versions are done: now the uploads
+    std::string after_key, after_version;  // versions: the last one seen; uploads: key and upload id
+    // The key being walked: when its next newer version was written, and
+    // how many noncurrent versions it had before this one.
+    std::string key;
+    int64_t newer_modified_ns = 0;
+    int noncurrent_seen = 0;
+  };
+  // One page of a bucket's sweep; false when the bucket is swept to the end.
+  bool sweep_page(Bucket& bucket, SweepCursor& cursor, int64_t now_ns, uint64_t limit, LifecycleSweep& report);
   // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock,BucketCors,BucketEncryption}.
   Response delete_bucket_setting(const Call& call, const std::string& name);
   // CORS (gateway/cors.h): the answer to a preflight (OPTIONS), and the
@@ -229,6 +274,9 @@ class S3Api final : public RequestHandler {
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
   std::map<std::string, std::shared_ptr<engine::ChunkStore>> repositories_;  // by location; set up at start
   RdmaPlane* rdma_ = nullptr;
+  LifecycleDay lifecycle_day_;
+  std::mutex sweep_mutex_;  // one sweep at a time; guards sweep_cursors_
+  std::map<std::string, SweepCursor> sweep_cursors_;  // by bucket
 };
 
 }  // namespace keel::gateway

@@ -287,7 +287,9 @@ TEST_CASE("requests: path-style and virtual-hosted addressing, routing", "[gatew
   CHECK(route(parse_request("PUT", "/bk1/k?partNumber=2&uploadId=x", {}, {})) == Operation::kUploadPart);
   CHECK(route(parse_request("PUT", "/bk1/k", {{"x-amz-copy-source", "/bk2/j"}}, {})) == Operation::kCopyObject);
   CHECK(route(parse_request("POST", "/bk1?delete", {}, {})) == Operation::kDeleteObjects);
-  CHECK(error_code([] { route(parse_request("GET", "/bk1?lifecycle", {}, {})); }) == "NotImplemented");
+  CHECK(error_code([] { route(parse_request("GET", "/bk1?website", {}, {})); }) == "NotImplemented");
+  CHECK(route(parse_request("PUT", "/bk1?lifecycle", {}, {})) == Operation::kPutBucketLifecycle);
+  CHECK(route(parse_request("DELETE", "/bk1?lifecycle", {}, {})) == Operation::kDeleteBucketLifecycle);
   CHECK(error_code([] { route(parse_request("POST", "/bk1/k", {}, {})); }) == "MethodNotAllowed");
   CHECK(error_code([] { parse_request("GET", "/Bad_Bucket/k", {}, {}); }) == "InvalidBucketName");
   CHECK(error_code([] { parse_request("GET", "/bk1/%zz", {}, {}); }) == "InvalidURI");
