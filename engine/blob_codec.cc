@@ -1,9 +1,7 @@
 #include "engine/blob_codec.h"
 
-#include <cstring>
-
+#include "engine/seal_parts.h"
 #include "util/error.h"
-#include "util/huge_pages.h"
 
 namespace keel::engine {
 namespace {
@@ -15,15 +13,14 @@ void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView
   scratch.clear();
   scratch.push_back(kZstd);
   const bool compressed = compressor && compressor->compress(raw, scratch);
-  if (!compressed) {
-    reserve_huge(scratch, 1 + raw.size());
-    scratch.resize(1 + raw.size());
-    scratch[0] = kRaw;
-    if (!raw.empty()) std::memcpy(scratch.data() + 1, raw.data(), raw.size());
+  if (clock) clock->lap(Stage::kCompress);
+  // Stored raw: the tag, then the chunk where it lies (no copy behind the tag).
+  static constexpr uint8_t kRawTag[] = {kRaw};
+  if (compressed) {
+    seal_parts(key, scratch, {}, id.view(), sealed);
+  } else {
+    seal_parts(key, kRawTag, raw, id.view(), sealed);
   }
-  if (clock) clock->lap(Stage::kCompress);  // the raw copy counts with the compression it replaces
-  sealed.clear();
-  seal(key, scratch, id.view(), sealed);
   if (clock) clock->lap(Stage::kEncrypt);
 }
 

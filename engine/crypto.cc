@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 
+#include "engine/seal_parts.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
 #include "util/openssl.h"
@@ -89,28 +90,44 @@ void fresh_nonce(uint8_t* nonce) {
   block.used += kNonceSize;
 }
 
+// Seals head || body into box[0, kSealOverhead + head.size() + body.size()).
+void seal_into(const Key256& key, ByteView head, ByteView body, ByteView associated, uint8_t* box) {
+  uint8_t* nonce = box;
+  uint8_t* cipher_text = nonce + kNonceSize;
+  uint8_t* tag = cipher_text + head.size() + body.size();
+  fresh_nonce(nonce);
+  EVP_CIPHER_CTX* ctx = gcm_context(key, nonce, true);
+  int final_size = 0;
+  if (!gcm_update(ctx, associated, nullptr) || !gcm_update(ctx, head, cipher_text) ||
+      !gcm_update(ctx, body, cipher_text + head.size()) || EVP_EncryptFinal_ex(ctx, tag, &final_size) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(kTagSize), tag) != 1) {
+    throw_openssl("AES-256-GCM encryption");
+  }
+}
+
 }  // namespace
 
 void seal(const Key256& key, ByteView plain, ByteView associated, Bytes& out) {
   const size_t start = out.size();
   reserve_huge(out, start + kSealOverhead + plain.size());
   out.resize(start + kSealOverhead + plain.size());
-  uint8_t* nonce = out.data() + start;
-  uint8_t* cipher_text = nonce + kNonceSize;
-  uint8_t* tag = cipher_text + plain.size();
   try {
-    fresh_nonce(nonce);
+    seal_into(key, plain, {}, associated, out.data() + start);
   } catch (...) {
     out.resize(start);
     throw;
   }
-  EVP_CIPHER_CTX* ctx = gcm_context(key, nonce, true);
-  int final_size = 0;
-  if (!gcm_update(ctx, associated, nullptr) || !gcm_update(ctx, plain, cipher_text) ||
-      EVP_EncryptFinal_ex(ctx, tag, &final_size) != 1 ||
-      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(kTagSize), tag) != 1) {
-    out.resize(start);
-    throw_openssl("AES-256-GCM encryption");
+}
+
+void seal_parts(const Key256& key, ByteView head, ByteView body, ByteView associated, Bytes& out) {
+  const size_t size = kSealOverhead + head.size() + body.size();
+  reserve_huge(out, size);
+  out.resize(size);
+  try {
+    seal_into(key, head, body, associated, out.data());
+  } catch (...) {
+    out.clear();
+    throw;
   }
 }
 

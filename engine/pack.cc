@@ -1,5 +1,7 @@
 #include "engine/pack.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <ctime>
 
 #include "engine/sealed_object.h"
@@ -34,6 +36,30 @@ catalog::BlobRecord decode_blob_record(Decoder& d) {
 }
 
 namespace {
+
+// A part's bytes start at the first boundary of this size inside its buffer,
+// and every part but a pack's last holds exactly part_size bytes (a blob
+// may span two parts), so parts lie at multiples of part_size in the pack: a
+// local target writes them with O_DIRECT (targets/local/direct_file.h),
+// which takes such a part as it is instead of copying every byte through an
+// aligned bounce buffer (3% of a first backup's CPU).
+constexpr size_t kPartAlignment = 4096;
+
+size_t part_start(const Bytes& buffer) {
+  return (kPartAlignment - reinterpret_cast<uintptr_t>(buffer.data()) % kPartAlignment) % kPartAlignment;
+}
+
+// Appends `bytes` to the part being filled, calling `send_full` (which
+// replaces `part` with an empty one) whenever it is full and more follows.
+template <class SendFull>
+void fill_parts(Bytes& part, uint64_t part_size, ByteView bytes, SendFull send_full) {
+  while (!bytes.empty()) {
+    if (part.size() - part_start(part) == part_size) send_full();
+    const size_t n = std::min<uint64_t>(bytes.size(), part_size - (part.size() - part_start(part)));
+    part.insert(part.end(), bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(n));
+    bytes = bytes.subspan(n);
+  }
+}
 
 // 1: blobs under the data key; 2: a key preamble first (pack_keys.h).
 constexpr uint32_t kMaxPackVersion = 2;
@@ -196,7 +222,7 @@ PackWriter::PackWriter(targets::Target& target, const PackKeys& keys, catalog::B
       uploads_(uploads),
       budget_(budget),
       on_commit_(std::move(on_commit)) {
-  options_.part_size = std::max(options_.part_size, target.min_part_size());
+  options_.part_size = std::max({options_.part_size, target.min_part_size(), uint64_t{kPartAlignment}});
 }
 
 PackWriter::~PackWriter() {
@@ -218,18 +244,24 @@ Bytes PackWriter::take_buffer() {
     if (!free_buffers_.empty()) {
       Bytes b = std::move(free_buffers_.back());
       free_buffers_.pop_back();
-      b.clear();
+      b.resize(part_start(b));
       return b;
     }
   }
+  // Room for a whole part after its start: the buffer never moves.
   Bytes b;
-  reserve_huge(b, options_.part_size + (1 << 20));
+  reserve_huge(b, options_.part_size + kPartAlignment);
+  b.resize(part_start(b));
   return b;
 }
 
+// Every buffer is kept: no more are made than the budget lets be in flight,
+// plus the one being filled. Keeping two freed the rest whenever more parts
+// were in flight, and their replacements cost fresh zeroed huge pages (1% of
+// a first backup's CPU in the kernel's page clearing).
 void PackWriter::recycle(Bytes&& buffer) {
   std::lock_guard lock(free_mu_);
-  if (free_buffers_.size() < 2) free_buffers_.push_back(std::move(buffer));
+  free_buffers_.push_back(std::move(buffer));
 }
 
 void PackWriter::start_pack() {
@@ -242,7 +274,7 @@ void PackWriter::start_pack() {
   Bytes preamble = keys_.preamble(pack_->id);
   pack_->hash.update(preamble);
   pack_->size += preamble.size();
-  part_.insert(part_.end(), preamble.begin(), preamble.end());
+  fill_parts(part_, options_.part_size, preamble, [this] { send_part(false); });
 }
 
 void PackWriter::add(const Id& id, uint32_t raw_length, ByteView sealed) {
@@ -252,13 +284,9 @@ void PackWriter::add(const Id& id, uint32_t raw_length, ByteView sealed) {
   pack_->blobs.push_back({id, type_, pack_->size, static_cast<uint32_t>(sealed.size()), raw_length, checksum});
   pack_->hash.update(sealed);
   pack_->size += sealed.size();
-  part_.insert(part_.end(), sealed.begin(), sealed.end());
+  fill_parts(part_, options_.part_size, sealed, [this] { send_part(false); });
   bytes_written_ += sealed.size();
-  if (pack_->size >= options_.pack_size) {
-    finish_pack();
-  } else if (part_.size() >= options_.part_size) {
-    send_part(false);
-  }
+  if (pack_->size >= options_.pack_size) finish_pack();
 }
 
 void PackWriter::send_part(bool last) {
@@ -267,17 +295,18 @@ void PackWriter::send_part(bool last) {
   std::shared_ptr<OpenPack> pack = pack_;
   uint32_t number = pack->next_part++;
   uint64_t offset = pack->part_offset;
-  pack->part_offset += data->size();
-  budget_.acquire(data->size());
+  const size_t start = part_start(*data), size = data->size() - start;
+  pack->part_offset += size;
+  budget_.acquire(size);
   pack->parts.started();
-  uploads_.submit(pack->parts.wrap([this, pack, data, number, offset] {
+  uploads_.submit(pack->parts.wrap([this, pack, data, start, size, number, offset] {
     struct Release {
       ByteBudget& budget;
       size_t n;
       ~Release() { budget.release(n); }
-    } release{budget_, data->size()};
+    } release{budget_, size};
     StageTimer timer(options_.cpu, Stage::kWrite);
-    pack->upload->write_part(number, offset, *data);
+    pack->upload->write_part(number, offset, ByteView(*data).subspan(start, size));
     recycle(std::move(*data));
   }));
 }
@@ -290,7 +319,7 @@ void PackWriter::finish_pack() {
   tail.insert(tail.end(), kPackMagic.begin(), kPackMagic.end());
   pack_->hash.update(tail);
   pack_->size += tail.size();
-  part_.insert(part_.end(), tail.begin(), tail.end());
+  fill_parts(part_, options_.part_size, tail, [this] { send_part(false); });
   send_part(true);
 
   std::shared_ptr<OpenPack> pack = std::move(pack_);

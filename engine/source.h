@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -29,6 +30,11 @@ class FileReader {
  public:
   virtual ~FileReader() = default;
   virtual Extent read(std::span<uint8_t> buf) = 0;
+  // The next extent if it can be read without waiting for a device (from
+  // the page cache), perhaps shorter than read() would make it; nullopt
+  // where it cannot, and read() then reads it. A backup counts such a read
+  // as the CPU work it is, without reading the thread's CPU clock around it.
+  virtual std::optional<Extent> read_cached(std::span<uint8_t> /*buf*/) { return std::nullopt; }
 };
 
 using OpenFile = std::function<std::unique_ptr<FileReader>()>;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <new>
 
+#include "util/xxh3_avx2.h"
+
 namespace keel {
 
 namespace {
@@ -13,6 +15,20 @@ Hash128 canonical(XXH128_hash_t h) {
   std::copy(std::begin(c.digest), std::end(c.digest), out.begin());
   return out;
 }
+
+using Update = void (*)(void* state, const void* data, size_t size);
+
+void library_update128(void* state, const void* data, size_t size) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(state), data, size);
+}
+
+// Chosen once: file and pack hashes run over every byte a backup reads and
+// stores (2.3% of a first backup's CPU on the library's SSE2 kernel).
+void update128(XXH3_state_t* state, const void* data, size_t size) {
+  static const Update chosen = xxh3_avx2::available() ? xxh3_avx2::update128 : library_update128;
+  chosen(state, data, size);
+}
+
 }  // namespace
 
 Xxh3Stream::Xxh3Stream() : state_(XXH3_createState()) {
@@ -22,13 +38,13 @@ Xxh3Stream::Xxh3Stream() : state_(XXH3_createState()) {
 
 Xxh3Stream::~Xxh3Stream() { XXH3_freeState(state_); }
 
-void Xxh3Stream::update(ByteView data) { XXH3_128bits_update(state_, data.data(), data.size()); }
+void Xxh3Stream::update(ByteView data) { update128(state_, data.data(), data.size()); }
 
 void Xxh3Stream::update_zeros(uint64_t count) {
   static const uint8_t kZeros[64 * 1024] = {};
   while (count > 0) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(count, sizeof kZeros));
-    XXH3_128bits_update(state_, kZeros, n);
+    update128(state_, kZeros, n);
     count -= n;
   }
 }

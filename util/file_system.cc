@@ -1,6 +1,7 @@
 #include "util/file_system.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +16,14 @@ class PosixFileSystem : public FileSystem {
     return ::openat(dir_fd, name.c_str(), flags, mode);
   }
   ssize_t pread(int fd, void* data, size_t size, off_t offset) override { return ::pread(fd, data, size, offset); }
+  ssize_t pread_cached(int fd, void* data, size_t size, off_t offset) override {
+    struct iovec v{data, size};
+    const ssize_t n = ::preadv2(fd, &v, 1, offset, RWF_NOWAIT);
+    // File systems without non-blocking reads (EOPNOTSUPP), kernels before
+    // 4.14 (EINVAL): cannot tell. A real EINVAL comes back from pread.
+    if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) errno = EAGAIN;
+    return n;
+  }
   ssize_t pwrite(int fd, const void* data, size_t size, off_t offset) override {
     return ::pwrite(fd, data, size, offset);
   }

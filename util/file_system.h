@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <cerrno>
 #include <string>
 
 #include "util/bytes.h"
@@ -25,6 +26,14 @@ class FileSystem {
   virtual int open(const std::string& path, int flags, mode_t mode = 0) = 0;
   virtual int openat(int dir_fd, const std::string& name, int flags, mode_t mode = 0) = 0;
   virtual ssize_t pread(int fd, void* data, size_t size, off_t offset) = 0;
+  // A pread of only what the page cache holds (preadv2 with RWF_NOWAIT):
+  // -1 with errno EAGAIN where it would wait for the device, or cannot tell.
+  // This default cannot tell, so a file system that does not override it
+  // is read with pread alone.
+  virtual ssize_t pread_cached(int /*fd*/, void* /*data*/, size_t /*size*/, off_t /*offset*/) {
+    errno = EAGAIN;
+    return -1;
+  }
   virtual ssize_t pwrite(int fd, const void* data, size_t size, off_t offset) = 0;
   virtual int ftruncate(int fd, off_t size) = 0;
   virtual int fsync(int fd) = 0;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
+#include <optional>
 
 #include "util/error.h"
 #include "util/fd.h"
@@ -34,19 +35,43 @@ class DataExtentReader : public engine::FileReader {
     }
   }
 
-  engine::Extent read(std::span<uint8_t> buf) override {
+  engine::Extent read(std::span<uint8_t> buf) override { return *next(buf, false); }
+  std::optional<engine::Extent> read_cached(std::span<uint8_t> buf) override { return next(buf, true); }
+
+ private:
+  // The next extent; with `cached_only`, from the page cache alone, and
+  // nullopt where its first byte is not there (or a hole is to be looked
+  // for: seeking data may read the file's block map from the disk).
+  std::optional<engine::Extent> next(std::span<uint8_t> buf, bool cached_only) {
     if (buf.empty()) throw Error(ErrorKind::kFailure, "read " + path_ + ": empty buffer");
-    if (at_end_) return {end_, 0};
-    if (position_ >= region_end_ && !find_next_region()) return finish();
+    if (at_end_) return engine::Extent{end_, 0};
+    if (position_ >= region_end_) {
+      if (cached_only) return std::nullopt;
+      if (!find_next_region()) return finish();
+    }
     size_t wanted = static_cast<size_t>(std::min<uint64_t>(buf.size(), region_end_ - position_));
-    size_t got = pread_some(buf.first(wanted));
-    // A regular file's read comes back short at its end. Only where it came
-    // back short before the size the file had when opened is it read on
-    // until full or at its end (pread_full's loop): confirming every end
-    // with a read that finds nothing cost a system call per small file.
-    if (got > 0 && got < wanted && position_ + got < size_at_open_) {
-      got += pread_full(fs_, fd_.get(), buf.subspan(got, wanted - got), static_cast<off_t>(position_ + got),
-                        "read " + path_);
+    size_t got = 0;
+    if (cached_only) {
+      std::optional<size_t> cached = pread_cached(buf.first(wanted));
+      if (!cached) return std::nullopt;
+      got = *cached;
+      // Cached in part, before the size the file had when opened: what
+      // was there; the rest is another read.
+      if (got > 0 && got < wanted && position_ + got < size_at_open_) {
+        engine::Extent extent{position_, got};
+        position_ += got;
+        return extent;
+      }
+    } else {
+      got = pread_some(buf.first(wanted));
+      // A regular file's read comes back short at its end. Only where it came
+      // back short before the size the file had when opened is it read on
+      // until full or at its end (pread_full's loop): confirming every end
+      // with a read that finds nothing cost a system call per small file.
+      if (got > 0 && got < wanted && position_ + got < size_at_open_) {
+        got += pread_full(fs_, fd_.get(), buf.subspan(got, wanted - got), static_cast<off_t>(position_ + got),
+                          "read " + path_);
+      }
     }
     if (got == 0) return finish();
     engine::Extent extent{position_, got};
@@ -66,12 +91,22 @@ class DataExtentReader : public engine::FileReader {
     return extent;
   }
 
- private:
   // One pread at position_ (retrying EINTR).
   size_t pread_some(std::span<uint8_t> buf) {
     for (;;) {
       const ssize_t n = fs_.pread(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(position_));
       if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) throw_errno("read " + path_, errno);
+    }
+  }
+
+  // One read at position_ of what the page cache holds; nullopt where it
+  // does not hold the first byte.
+  std::optional<size_t> pread_cached(std::span<uint8_t> buf) {
+    for (;;) {
+      const ssize_t n = fs_.pread_cached(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(position_));
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno == EAGAIN) return std::nullopt;
       if (errno != EINTR) throw_errno("read " + path_, errno);
     }
   }

@@ -13,6 +13,7 @@
 #include "engine/blob_codec.h"
 #include "engine/content.h"
 #include "targets/local/local_target.h"
+#include "targets/target_decorator.h"
 #include "tests/unit/test_support.h"
 #include "util/checksum.h"
 #include "util/error.h"
@@ -30,11 +31,44 @@ catalog::BlobLocation at(const Id& pack, uint64_t offset, uint32_t length) {
   return loc;
 }
 
-// A local target in a scratch directory, an in-memory index, and blobs
-// written through a ContentWriter into small packs.
+// The parts each upload was handed: offset, size, and whether the buffer
+// was 4 KiB-aligned (what a local target's O_DIRECT writes take as it is).
+struct PartRecord {
+  uint32_t number;
+  uint64_t offset;
+  size_t size;
+  bool aligned;
+};
+class PartRecorder final : public targets::TargetDecorator {
+ public:
+  using TargetDecorator::TargetDecorator;
+  std::unique_ptr<targets::Upload> start_upload(const std::string& key) override {
+    struct Recording final : targets::UploadDecorator {
+      Recording(std::unique_ptr<targets::Upload> inner, PartRecorder& owner, std::string key)
+          : UploadDecorator(std::move(inner)), owner(owner), key(std::move(key)) {}
+      void write_part(uint32_t number, uint64_t offset, ByteView data) override {
+        {
+          std::lock_guard lock(owner.mu);
+          owner.parts[key].push_back({number, offset, data.size(), reinterpret_cast<uintptr_t>(data.data()) % 4096 == 0});
+        }
+        UploadDecorator::write_part(number, offset, data);
+      }
+      PartRecorder& owner;
+      std::string key;
+    };
+    return std::make_unique<Recording>(TargetDecorator::start_upload(key), *this, key);
+  }
+  std::mutex mu;
+  std::map<std::string, std::vector<PartRecord>> parts;  // by object key
+};
+
+// A local target in a scratch directory (its uploads' parts recorded), an
+// in-memory index, and blobs written through a ContentWriter into small packs.
 struct Store {
   test::TempDir dir{"keel-content-test"};
-  std::unique_ptr<targets::Target> target = targets::local::open_local_target(dir.file("repo"), true);
+  std::unique_ptr<targets::Target> target =
+      std::make_unique<PartRecorder>(targets::local::open_local_target(dir.file("repo"), true));
+  PartRecorder& recorder = static_cast<PartRecorder&>(*target);
   std::unique_ptr<catalog::Catalog> index = catalog::Catalog::open_in_memory();
   MasterKeys keys = MasterKeys::generate();
   const Key256& key = keys.data;
@@ -42,12 +76,13 @@ struct Store {
   Content content{*target, pack_keys, *index};
   std::vector<Id> ids;
   std::vector<Bytes> plain;
+  static constexpr uint64_t kPartSize = 64 << 10;
 
   // `count` blobs of `size` bytes, in packs of about `pack_size`.
   void write(size_t count, size_t size, uint64_t pack_size, catalog::BlobType type = catalog::BlobType::kData) {
     ThreadPool uploads(2, 4);
     ByteBudget budget(1 << 20);
-    ContentWriter writer(content, PackWriterOptions{pack_size, 64 << 10}, uploads, budget);
+    ContentWriter writer(content, PackWriterOptions{pack_size, kPartSize}, uploads, budget);
     Bytes sealed, scratch;
     for (size_t i = 0; i < count; ++i) {
       Bytes raw = test::random_bytes(size, ids.size() + 1);
@@ -137,6 +172,29 @@ TEST_CASE("a content writer commits each pack's blobs to the index", "[content]"
   CHECK_THROWS_MATCHES(s.content.read(Id::random()), Error, Catch::Predicate<Error>([](const Error& e) {
                          return e.kind() == ErrorKind::kNotFound;
                        }));
+}
+
+TEST_CASE("a pack streams out in aligned parts of exactly the part size, blobs spanning two", "[content]") {
+  Store s;
+  s.write(100, 3001, 256 << 10);  // a pack of five parts, then the rest; no blob ends on a part's edge
+  REQUIRE(s.index->list_packs().size() == 2);
+  for (const catalog::PackRecord& p : s.index->list_packs()) {
+    std::vector<PartRecord> parts = s.recorder.parts.at(pack_key(p.id));
+    std::sort(parts.begin(), parts.end(), [](auto& a, auto& b) { return a.number < b.number; });
+    REQUIRE(parts.size() == (p.size + Store::kPartSize - 1) / Store::kPartSize);
+    uint64_t offset = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      CHECK(parts[i].number == i + 1);
+      CHECK(parts[i].offset == offset);
+      CHECK(parts[i].aligned);
+      if (i + 1 < parts.size()) CHECK(parts[i].size == Store::kPartSize);
+      CHECK(parts[i].size > 0);
+      offset += parts[i].size;
+    }
+    CHECK(offset == p.size);
+    CHECK(read_pack_header(*s.target, s.keys, p.id, p.size).size() == s.index->blobs_in_pack(p.id).size());
+  }
+  for (size_t i = 0; i < s.ids.size(); ++i) CHECK(s.content.read(s.ids[i]) == s.plain[i]);
 }
 
 TEST_CASE("a read coalesces neighbours and delivers every blob opened", "[content]") {

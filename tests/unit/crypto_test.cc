@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/crypto.h"
+#include "engine/seal_parts.h"
 #include "util/error.h"
 
 using namespace keel;
@@ -60,6 +61,33 @@ TEST_CASE("seal appends to the output and open resizes it", "[crypto]") {
   Bytes opened(5000, 0xee);
   open_sealed(key, ByteView(out).subspan(3), {}, opened, "test box");
   CHECK(opened == plain);
+}
+
+TEST_CASE("a box sealed in two parts opens to both, replacing what the output held", "[crypto]") {
+  const Key256 key = random_key();
+  const ByteView ad = as_bytes("blob id");
+  Bytes head = {0x00}, body(100'000);
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<uint8_t>(i * 13 + 5);
+  for (size_t body_size : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{4097}, body.size()}) {
+    const ByteView part = ByteView(body).first(body_size);
+    Bytes joined = head;
+    joined.insert(joined.end(), part.begin(), part.end());
+    // Output that held more, and less, than the box.
+    for (size_t held : {size_t{0}, size_t{10}, size_t{200'000}}) {
+      Bytes box(held, 0xee);
+      seal_parts(key, head, part, ad, box);
+      INFO("body " << body_size << ", output held " << held);
+      REQUIRE(box.size() == kSealOverhead + joined.size());
+      CHECK(open_sealed(key, box, ad, "box") == joined);
+    }
+  }
+  // The head alone, the body alone.
+  Bytes box;
+  seal_parts(key, body, {}, ad, box);
+  CHECK(open_sealed(key, box, ad, "box") == body);
+  seal_parts(key, {}, body, ad, box);
+  CHECK(open_sealed(key, box, ad, "box") == body);
+  CHECK(open_failure(key, box, as_bytes("other id")) == ErrorKind::kIntegrity);
 }
 
 TEST_CASE("any altered byte of a box fails authentication", "[crypto]") {

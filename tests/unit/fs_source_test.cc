@@ -361,6 +361,21 @@ struct SplittingReads : FaultInjectingFileSystem {
   }
 };
 
+// A page cache that holds at most `cap` bytes from where a read starts, and
+// nothing on every other try.
+struct PartlyCached : FaultInjectingFileSystem {
+  size_t cap = 3000;
+  int tries = 0, cached = 0;
+  ssize_t pread_cached(int fd, void* data, size_t size, off_t offset) override {
+    if (++tries % 2 == 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    ++cached;
+    return FaultInjectingFileSystem::pread(fd, data, std::min(size, cap), offset);
+  }
+};
+
 std::string read_through(FileSystem& fs, const TempTree& t, const std::string& name) {
   UniqueFd dir = open_or_throw(t.root, O_RDONLY | O_DIRECTORY);
   auto reader = agents::fs::open_file_reader(fs, dir.get(), name, t.path(name));
@@ -395,6 +410,48 @@ TEST_CASE("a file read comes back short at its end only", "[fs]") {
   fs.cap = 4096;
   CHECK(read_through(fs, t, "small") == small);
   CHECK((read_through(fs, t, "large") == large));
+}
+
+TEST_CASE("a file read from the page cache in part goes on where the cache ended", "[fs]") {
+  TempTree t;
+  std::string small(2000, 's'), medium(10000, '\0');
+  for (size_t i = 0; i < medium.size(); ++i) medium[i] = static_cast<char>(i * 7 >> 2);
+  t.file("small", small);
+  t.file("medium", medium);
+  PartlyCached fs;
+  auto through = [&](const std::string& name) {
+    UniqueFd dir = open_or_throw(t.root, O_RDONLY | O_DIRECTORY);
+    auto reader = agents::fs::open_file_reader(fs, dir.get(), name, t.path(name));
+    std::string content;
+    std::vector<uint8_t> buf(1 << 20);
+    for (;;) {
+      std::optional<Extent> e = reader->read_cached(buf);
+      if (!e) e = reader->read(buf);
+      if (e->length == 0) {
+        CHECK(e->offset == content.size());
+        break;
+      }
+      REQUIRE(e->offset == content.size());
+      content.append(reinterpret_cast<const char*>(buf.data()), e->length);
+    }
+    return content;
+  };
+  // All of it cached on the first try: its short read is its end.
+  CHECK(through("small") == small);
+  CHECK(fs.cached == 1);
+  // 3000 bytes cached, then nothing: read() reads the rest, to the end.
+  fs.tries = fs.cached = 0;
+  CHECK(through("medium") == medium);
+  CHECK(fs.tries == 2);
+  CHECK(fs.cached == 1);
+
+  // Without a page cache to ask, every read is a plain one.
+  UniqueFd dir = open_or_throw(t.root, O_RDONLY | O_DIRECTORY);
+  FaultInjectingFileSystem plain;
+  auto reader = agents::fs::open_file_reader(plain, dir.get(), "small", t.path("small"));
+  std::vector<uint8_t> buf(1 << 20);
+  CHECK(!reader->read_cached(buf));
+  CHECK(reader->read(buf).length == small.size());
 }
 
 TEST_CASE("fs source records extended attributes sorted by name", "[fs]") {
