@@ -18,6 +18,7 @@
 #include "gateway/bucket_storage.h"
 #include "gateway/config.h"
 #include "gateway/deferred_removal.h"
+#include "gateway/encryption.h"
 #include "gateway/exchange.h"
 #include "gateway/group_commit.h"
 #include "gateway/metadata.h"
@@ -148,6 +149,11 @@ class S3Api final : public RequestHandler {
   Response get_bucket_encryption(const Call& call);
   std::unique_ptr<RequestBody> put_bucket_encryption(const Call& call);
   bool encrypted_at_rest(const std::string& bucket);
+  // The encryption of what a request writes into `bucket` (encryption.h): SSE-C
+  // as it asks, SSE-S3 in a raw bucket as it or the bucket's default asks.
+  ObjectEncryption write_encryption(const S3Request& request, const Bucket& bucket);
+  // sse_master_key's key, when the configuration names one.
+  const engine::Key256* master_key() const { return master_key_ ? &*master_key_ : nullptr; }
   // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock,BucketCors,BucketEncryption}.
   Response delete_bucket_setting(const Call& call, const std::string& name);
   // CORS (gateway/cors.h): the answer to a preflight (OPTIONS), and the
@@ -229,6 +235,7 @@ class S3Api final : public RequestHandler {
   std::map<std::string, std::shared_ptr<Bucket>> buckets_;
   std::map<std::string, std::shared_ptr<engine::ChunkStore>> repositories_;  // by location; set up at start
   RdmaPlane* rdma_ = nullptr;
+  std::optional<engine::Key256> master_key_;  // SSE-S3 in raw buckets (sse_master_key)
 };
 
 }  // namespace keel::gateway
