@@ -6,10 +6,9 @@
 
 namespace keel::gateway {
 
-std::string copy_bytes(BodyProducer& source, uint64_t length, BucketStorage& to,
+std::string copy_bytes(BodyProducer& source, uint64_t length, BucketStorage::Writer& to,
                        const std::function<void(ByteView)>& observe) {
   constexpr size_t kBuffer = 1 << 20;
-  const std::unique_ptr<BucketStorage::Writer> writer = to.create();
   Bytes buffer(static_cast<size_t>(std::min<uint64_t>(kBuffer, std::max<uint64_t>(length, 1))));
   for (uint64_t done = 0; done < length;) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), length - done));
@@ -17,10 +16,10 @@ std::string copy_bytes(BodyProducer& source, uint64_t length, BucketStorage& to,
     if (got == 0) throw Error(ErrorKind::kIntegrity, "gateway: the copy source ended before its recorded length");
     const ByteView piece(buffer.data(), got);
     if (observe) observe(piece);
-    writer->write(piece);
+    to.write(piece);
     done += got;
   }
-  return writer->commit();
+  return to.commit();
 }
 
 }  // namespace keel::gateway

@@ -56,10 +56,10 @@ class BucketStorage {
   virtual std::string capacity_path() const = 0;
 };
 
-// Copies `length` bytes of `source` into a new segment of `to` (CopyObject,
-// UploadPartCopy; the buckets' modes may differ); `observe` sees them as they
-// pass. Returns the committed reference.
-std::string copy_bytes(BodyProducer& source, uint64_t length, BucketStorage& to,
+// Copies `length` bytes of `source` through `to`, a new segment's writer
+// (CopyObject, UploadPartCopy; the buckets' modes and encryption may differ);
+// `observe` sees them as they pass. Returns the committed reference.
+std::string copy_bytes(BodyProducer& source, uint64_t length, BucketStorage::Writer& to,
                        const std::function<void(ByteView)>& observe = {});
 
 }  // namespace keel::gateway

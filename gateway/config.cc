@@ -120,6 +120,7 @@ void parse_server(const Section& s, GatewayConfig& config) {
   }
   config.state_dir = s.require("state_dir");
   config.bucket_root = s.get("bucket_root").value_or(config.state_dir + "/buckets");
+  config.sse_master_key = s.get("sse_master_key").value_or("");
   if (auto threads = s.number("threads", 1, 256)) config.threads = static_cast<unsigned>(*threads);
   ConnectionLimits& limits = config.limits;
   if (auto n = s.number("max_connections", 1, 1'000'000)) limits.max_connections = static_cast<unsigned>(*n);
@@ -181,9 +182,9 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
     if (section_name == "server") {
       parse_server(Section(section, where,
                            {"listen", "tls_listen", "tls_certificate", "tls_key", "region", "domain", "state_dir",
-                            "bucket_root", "threads", "metrics_listen", "rdma_listen", "max_connections",
-                            "max_connections_per_client", "idle_timeout", "min_body_rate", "body_rate_window",
-                            "lifecycle_interval", "lifecycle_debug_day"}),
+                            "bucket_root", "sse_master_key", "threads", "metrics_listen", "rdma_listen",
+                            "max_connections", "max_connections_per_client", "idle_timeout", "min_body_rate",
+                            "body_rate_window", "lifecycle_interval", "lifecycle_debug_day"}),
                    config);
       have_server = true;
     } else if (section_name == "dedupe") {

@@ -78,6 +78,8 @@ struct GatewayConfig {
   std::vector<std::string> domains;
   std::string state_dir;    // the metadata database lives here
   std::string bucket_root;  // buckets created through the API (raw mode); default <state_dir>/buckets
+  // SSE-S3 in raw buckets: the master key's file (encryption.h's load_master_key); empty: raw buckets refuse AES256.
+  std::string sse_master_key;
   // [dedupe]: when set, buckets created through the API are dedupe buckets in this repository.
   std::optional<engine::RepositoryAccess> api_bucket_repository;
   unsigned threads = 4;

@@ -3,20 +3,105 @@
 // (AES-256-GCM), which is what SSE-S3 (x-amz-server-side-encryption: AES256)
 // promises: such buckets accept it, report AES256 on every object, and keep a
 // PutBucketEncryption configuration of AES256. A raw bucket stores plain files,
-// so it refuses AES256 rather than drop it silently. Keys the gateway cannot
-// hold to (SSE-KMS, SSE-C with customer keys) are refused everywhere.
+// so it refuses AES256 rather than drop it silently, unless the gateway has a
+// master key (sse_master_key): then a raw bucket honours AES256 (and a default
+// encryption of AES256) by sealing the object's bytes (object_cipher.h) under a
+// random per-object data key that the metadata keeps wrapped by the master
+// key. SSE-KMS is refused.
+//
+// SSE-C (customer-provided keys) works in both kinds of bucket: the object's
+// bytes are sealed (object_cipher.h) under a data key derived from the
+// customer's key and a random per-object salt, so that what is stored cannot
+// be read without the key; a dedupe bucket then cannot deduplicate them. The
+// gateway keeps only the salt and a keyed check value of the key, never the
+// key or its MD5, and forgets the key when the request ends.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "engine/crypto.h"
+#include "gateway/exchange.h"
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
+#include "util/bytes.h"
 
 namespace keel::gateway {
 
+// How an object's or an upload's bytes are encrypted, as the metadata keeps it.
+struct StoredEncryption {
+  enum class Kind : uint8_t { kNone = 0, kCustomerKey = 1, kGatewayKey = 2 };
+  Kind kind = Kind::kNone;  // kNone: stored as sent
+  Bytes salt;               // kCustomerKey: the data key and the key check derive from it and the customer's key
+  Bytes key_check;          // kCustomerKey: HMAC-SHA-256 of the salt under the customer's key
+  Bytes wrapped_key;        // kGatewayKey (SSE-S3): the data key sealed under the gateway's master key
+};
+Bytes encode_encryption(const StoredEncryption& encryption);  // empty when there is none
+// Throws Error(kIntegrity) for a malformed record.
+StoredEncryption decode_encryption(ByteView data);
+
+// An SSE-C key as a request sends it.
+struct CustomerKey {
+  engine::Key256 key{};
+  std::string key_md5;  // base64, as sent: responses echo it
+};
+
+// The customer key a request names in x-amz-server-side-encryption-customer-*
+// (or, `copy_source`, x-amz-copy-source-server-side-encryption-customer-*);
+// nullopt when it names none. S3Error as AWS answers an incomplete or invalid
+// one; InvalidRequest when it comes over plain HTTP from a peer other than
+// loopback (AWS requires TLS; keel lets a client on the same host go without).
+std::optional<CustomerKey> customer_key(const S3Request& request, bool copy_source);
+
+// A new object's (or upload's) SSE-C record: a fresh random salt.
+StoredEncryption encrypt_with_customer_key(const CustomerKey& key);
+
+// The data key to read or extend something written under SSE-C `stored` with
+// `key`. S3Error: `key` absent for an SSE-C object (InvalidRequest), present
+// for one without (InvalidRequest), or not the key it was written with
+// (`wrong_key_code`: AccessDenied for reads, InvalidRequest for upload parts, as AWS).
+std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std::optional<CustomerKey>& key,
+                                       const std::string& wrong_key_code = "AccessDenied");
+
+// The ETag of an SSE-C object or part: not the MD5 of its plaintext (which would
+// let whoever sees it confirm a guess of the content), but a keyed digest of it.
+std::string customer_key_etag(const engine::Key256& data_key, const std::string& md5_hex);
+
+// x-amz-server-side-encryption-customer-algorithm and -key-MD5.
+void add_customer_key_headers(Response& response, const CustomerKey& key);
+
+// What one request does with an object's encryption: the key it sent, the
+// record, and the data key that seals or opens the bytes (none: stored as sent).
+struct ObjectEncryption {
+  std::optional<CustomerKey> customer;
+  StoredEncryption stored;
+  std::optional<engine::Key256> data_key;
+
+  // The ETag of bytes whose MD5 is `md5_hex` written under this encryption.
+  std::string etag(const std::string& md5_hex) const;
+  // The customer key headers, or x-amz-server-side-encryption for SSE-S3.
+  void add_headers(Response& response) const;
+};
+// A new object's or upload's, as the request's headers ask: SSE-C, or, with
+// `master_key` (a raw bucket of a gateway that has one), SSE-S3 when the
+// request asks for AES256 or `sse_by_default` (the bucket's default encryption).
+ObjectEncryption encryption_for_write(const S3Request& request, const engine::Key256* master_key, bool sse_by_default);
+// To read, or add parts to, what was stored with `stored` (encode_encryption),
+// with the key the request names (`copy_source`: its copy source's) or the
+// gateway's `master_key`; data_key's S3Errors.
+ObjectEncryption encryption_for_read(const S3Request& request, ByteView stored, bool copy_source,
+                                     const engine::Key256* master_key,
+                                     const std::string& wrong_key_code = "AccessDenied");
+
+// The gateway's master key for SSE-S3 in raw buckets: 32 random bytes in the
+// file at `path`, created (0600, fsync'd) when missing. Throws Error(kUsage)
+// for a file that is not 32 bytes, or that others may read.
+engine::Key256 load_master_key(const std::string& path);
+
 // Throws S3Error InvalidArgument for encryption headers `operation` cannot
-// honour on a bucket whose objects are (`encrypted_at_rest`) or are not encrypted.
-void check_encryption_headers(const S3Request& request, Operation operation, bool encrypted_at_rest);
+// honour on a bucket that can (`honours_sse_s3`: a dedupe bucket, or a raw one
+// of a gateway with a master key) or cannot keep SSE-S3's promise.
+void check_encryption_headers(const S3Request& request, Operation operation, bool honours_sse_s3);
 
 // Operations whose successful response names the object's encryption
 // (x-amz-server-side-encryption) when it is encrypted at rest.

@@ -48,6 +48,7 @@ struct RequestHead {
   NameValues headers;  // names lower case
   std::string request_id;
   std::string client_address;  // the peer's IP address
+  bool secure = false;         // it came over TLS
 };
 
 // The handler's answer to a request head: either a response now, or a body

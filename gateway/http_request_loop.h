@@ -19,6 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "gateway/config.h"
@@ -201,6 +202,7 @@ awaitable<void> serve(Stream& stream, RequestHandler& handler, Metrics& metrics,
     head.request_id = new_request_id();
     boost::system::error_code peer_error;
     head.client_address = lowest(stream).socket().remote_endpoint(peer_error).address().to_string();
+    head.secure = !std::is_same_v<Stream, beast::tcp_stream>;
     const std::string request_id = head.request_id;
     for (const auto& field : request) head.headers.emplace_back(ascii_lower(view(field.name_string())), std::string(view(field.value())));
     bool keep_alive = request.keep_alive();

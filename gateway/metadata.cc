@@ -96,6 +96,12 @@ const std::vector<catalog::Migration> kMigrations = {
     {
         "ALTER TABLE buckets ADD COLUMN lifecycle TEXT NOT NULL DEFAULT ''",
     },
+    // 9: server-side encryption of a version's or an upload's bytes (encryption.h's
+    // encode_encryption; x'': stored as sent).
+    {
+        "ALTER TABLE objects ADD COLUMN encryption BLOB NOT NULL DEFAULT x''",
+        "ALTER TABLE uploads ADD COLUMN encryption BLOB NOT NULL DEFAULT x''",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -301,7 +307,8 @@ constexpr const char* kObjectColumns =
     "o.object_no, o.bucket, o.key, o.size, o.etag, o.modified_ns, o.headers, o.checksum_algorithm, o.checksum,"
     " o.version_id, o.delete_marker,"
     " o.object_no = (SELECT max(n.object_no) FROM objects n WHERE n.bucket = o.bucket AND n.key = o.key),"
-    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags, o.part_checksums, o.owner";
+    " o.retention_mode, o.retain_until_ns, o.legal_hold, o.tags, o.part_checksums, o.owner,"
+    " o.encryption";
 
 ObjectRecord read_object(Statement& s) {
   ObjectRecord o;
@@ -320,6 +327,8 @@ ObjectRecord read_object(Statement& s) {
   o.tags = decode_headers(s.column_blob(15));
   o.part_checksums = decode_headers(s.column_blob(16));
   o.owner = s.column_text(17);
+  const ByteView encryption = s.column_blob(18);
+  o.encryption.assign(encryption.begin(), encryption.end());
   return o;
 }
 
@@ -338,8 +347,8 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
   {
     StatementScope s(db.cached(
         "INSERT INTO objects(bucket, key, size, etag, modified_ns, headers, checksum_algorithm, checksum,"
-        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags, part_checksums, owner)"
-        " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
+        " version_id, delete_marker, retention_mode, retain_until_ns, legal_hold, tags, part_checksums, owner,"
+        " encryption) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING object_no"));
     s->bind_text(1, o.bucket);
     s->bind_text(2, o.key);
     s->bind_uint64(3, o.size);
@@ -356,6 +365,7 @@ std::vector<Segment> MetadataStore::put_object(const ObjectRecord& o) {
     s->bind_blob(14, encode_headers(o.tags));
     s->bind_blob(15, encode_headers(o.part_checksums));
     s->bind_text(16, o.owner);
+    s->bind_blob(17, o.encryption);
     s->step();
     number = s->column_int64(0);
   }
@@ -495,8 +505,8 @@ std::vector<ObjectRecord> MetadataStore::list_versions(const std::string& bucket
 
 void MetadataStore::create_upload(const UploadRecord& u) {
   StatementScope s(impl_->db.cached(
-      "INSERT INTO uploads(upload_id, bucket, key, initiator, initiated_ns, headers, checksum_algorithm)"
-      " VALUES(?, ?, ?, ?, ?, ?, ?)"));
+      "INSERT INTO uploads(upload_id, bucket, key, initiator, initiated_ns, headers, checksum_algorithm,"
+      " encryption) VALUES(?, ?, ?, ?, ?, ?, ?, ?)"));
   s->bind_text(1, u.upload_id);
   s->bind_text(2, u.bucket);
   s->bind_text(3, u.key);
@@ -504,14 +514,19 @@ void MetadataStore::create_upload(const UploadRecord& u) {
   s->bind_int64(5, u.initiated_ns);
   s->bind_blob(6, encode_headers(u.headers));
   s->bind_text(7, u.checksum_algorithm);
+  s->bind_blob(8, u.encryption);
   s->run();
 }
 
 namespace {
-constexpr const char* kUploadColumns = "upload_id, bucket, key, initiator, initiated_ns, headers, checksum_algorithm";
+constexpr const char* kUploadColumns =
+    "upload_id, bucket, key, initiator, initiated_ns, headers, checksum_algorithm, encryption";
 UploadRecord read_upload(Statement& s) {
-  return {s.column_text(0), s.column_text(1),  s.column_text(2), s.column_text(3),
-          s.column_int64(4), decode_headers(s.column_blob(5)), s.column_text(6)};
+  const ByteView encryption = s.column_blob(7);
+  return {s.column_text(0),  s.column_text(1),
+          s.column_text(2),  s.column_text(3),
+          s.column_int64(4), decode_headers(s.column_blob(5)),
+          s.column_text(6),  Bytes(encryption.begin(), encryption.end())};
 }
 }  // namespace
 

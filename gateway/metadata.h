@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gateway/request.h"
+#include "util/bytes.h"
 
 namespace keel::gateway {
 
@@ -81,6 +82,8 @@ struct ObjectRecord {
   // The user who owns it (its writer, or the bucket's owner: S3Api::owner_for_write);
   // empty for versions written before owners were kept, which the bucket's owner owns.
   std::string owner;
+  // How its bytes are encrypted (encryption.h's encode_encryption); empty: as sent.
+  Bytes encryption;
 };
 
 struct UploadRecord {
@@ -91,6 +94,7 @@ struct UploadRecord {
   int64_t initiated_ns = 0;
   NameValues headers;
   std::string checksum_algorithm;
+  Bytes encryption;  // as ObjectRecord's: the completed object's, which every part is written with
 };
 
 struct PartRecord {

@@ -4,6 +4,8 @@
 
 #include "gateway/acl.h"
 #include "gateway/conditional.h"
+#include "gateway/encryption.h"
+#include "gateway/object_cipher.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
@@ -119,8 +121,10 @@ Response S3Api::create_upload(const Call& call) {
   for (const auto& [name, value] : call.request.headers) {
     if (acts_on_completion(name)) headers.emplace_back(name, value);
   }
+  const ObjectEncryption encryption = write_encryption(call.request, *bucket);
   UploadRecord upload{Id::random().hex().substr(0, 32), bucket->record.name, call.request.key, call.user.name,
-                      now_ns(), std::move(headers), call.request.header("x-amz-checksum-algorithm")};
+                      now_ns(), std::move(headers), call.request.header("x-amz-checksum-algorithm"),
+                      encode_encryption(encryption.stored)};
   for (char& c : upload.checksum_algorithm) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!upload.checksum_algorithm.empty()) checksummer_for(upload.checksum_algorithm);
   const std::string type = call.request.header("x-amz-checksum-type");
@@ -149,6 +153,7 @@ Response S3Api::create_upload(const Call& call) {
     r.headers.emplace_back("x-amz-checksum-type", upload_checksum_type(upload));
   }
   add_abort_headers(r, *bucket, upload);
+  encryption.add_headers(r);
   return r;
 }
 
@@ -156,16 +161,19 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
   const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
-  std::shared_ptr<BucketStorage::Writer> writer = bucket->storage->create();
+  // Every part is sealed with the key the upload was created with, as AWS.
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, master_key(), "InvalidRequest");
+  std::shared_ptr<BucketStorage::Writer> writer = create_object_writer(*bucket->storage, encryption.data_key);
   return body_reader(
       call,
       [writer](ByteView data) {
         if (writer->size() + data.size() > kMaxPartSize) throw S3Error("EntityTooLarge", "a part is at most 5 GiB");
         writer->write(data);
       },
-      [this, bucket, writer, upload, number](const PayloadChecks& checks) {
+      [this, bucket, writer, upload, number, encryption](const PayloadChecks& checks) {
         const std::string checksum = part_checksum(upload, checks.checksum());
-        PartRecord part{number, writer->size(), checks.md5_hex(), now_ns(), writer->commit(), checksum};
+        PartRecord part{number, writer->size(), encryption.etag(checks.md5_hex()), now_ns(), writer->commit(),
+                        checksum};
         std::optional<std::string> replaced;
         bool upload_exists = false;
         group_commit_.run([&] {
@@ -182,6 +190,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
         if (checks.checksum()) {
           r.headers.emplace_back("x-amz-checksum-" + checks.checksum()->algorithm, checks.checksum()->value);
         }
+        encryption.add_headers(r);
         return r;
       });
 }
@@ -190,6 +199,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, master_key(), "InvalidRequest");
   const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
   S3Request source_request = call.request;
   source_request.bucket = source.bucket;
@@ -204,22 +214,25 @@ Response S3Api::upload_part_copy(const Call& call) {
     if (!object || object->delete_marker) {
       throw S3Error("NoSuchKey", "the copy source '" + source_request.key + "' does not exist");
     }
+    const ObjectEncryption source_encryption =
+        encryption_for_read(call.request, object->encryption, true, master_key());
     check_copy_source_conditions(call.request, object->etag, object->modified_ns);
     range = {0, object->size};
     if (call.request.has_header("x-amz-copy-source-range")) {
       range = parse_copy_source_range(call.request.header("x-amz-copy-source-range"), object->size);
     }
     if (range.length > kMaxPartSize) throw S3Error("EntityTooLarge", "a part is at most 5 GiB");
-    source_bytes = from->storage->read(object->segments, range.first, range.length);
+    source_bytes = read_object(*from->storage, object->segments, range.first, range.length, source_encryption.data_key);
   }
   Digest md5(DigestAlgorithm::kMd5);
   std::optional<Checksummer> checksum;
   if (!upload.checksum_algorithm.empty()) checksum = checksummer_for(upload.checksum_algorithm);
-  std::string file = copy_bytes(*source_bytes, range.length, *bucket->storage, [&](ByteView data) {
+  const auto writer = create_object_writer(*bucket->storage, encryption.data_key);
+  std::string file = copy_bytes(*source_bytes, range.length, *writer, [&](ByteView data) {
     md5.update(data);
     if (checksum) checksum->update(data);
   });
-  PartRecord part{number, range.length, to_hex(md5.finish()), now_ns(), std::move(file),
+  PartRecord part{number, range.length, encryption.etag(to_hex(md5.finish())), now_ns(), std::move(file),
                   checksum ? checksum->base64() : std::string()};
   std::optional<std::string> replaced;
   {
@@ -232,6 +245,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   if (checksum) xml.element(checksum_element(checksum->name()), part.checksum);
   Response r = xml_response(xml.finish());
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
+  encryption.add_headers(r);
   return r;
 }
 
@@ -377,6 +391,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       for (const auto& [number, part] : parts) unused.push_back(part.file);
       object.bucket = upload.bucket;
       object.key = upload.key;
+      object.encryption = upload.encryption;
       const std::string count = "-" + std::to_string(requested.size());
       object.etag = to_hex(md5(as_bytes(md5s))) + count;
       if (all_checksummed && upload_checksum_type(upload) == "FULL_OBJECT") {
@@ -419,6 +434,14 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
     for (const auto& file : unused) bucket->storage->remove(file);
     Response r = completion_response(object, versioned);
     add_expiration_header(r, *bucket, object);
+    ObjectEncryption encryption;
+    encryption.stored = decode_encryption(object.encryption);
+    if (encryption.stored.kind == StoredEncryption::Kind::kCustomerKey) {
+      // The key need not come with the completion; its MD5 is echoed when it does.
+      encryption.customer = customer_key(request, false);
+      if (!encryption.customer) r.headers.emplace_back("x-amz-server-side-encryption-customer-algorithm", "AES256");
+    }
+    encryption.add_headers(r);
     return r;
   });
 }

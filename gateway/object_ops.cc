@@ -3,6 +3,8 @@
 #include <chrono>
 
 #include "gateway/conditional.h"
+#include "gateway/encryption.h"
+#include "gateway/object_cipher.h"
 #include "gateway/object_lock.h"
 #include "gateway/payload_checks.h"
 #include "gateway/rfc2047.h"
@@ -145,8 +147,10 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
     std::lock_guard lock(mutex_);
     refuse_overwrite(*bucket, call.request.key, append_user);  // before the body comes
   }
-  std::shared_ptr<BucketStorage::Writer> writer = bucket->storage->create();
+  const ObjectEncryption encryption = write_encryption(call.request, *bucket);
+  std::shared_ptr<BucketStorage::Writer> writer = create_object_writer(*bucket->storage, encryption.data_key);
   ObjectRecord object;
+  object.encryption = encode_encryption(encryption.stored);
   object.bucket = bucket->record.name;
   object.key = call.request.key;
   object.headers = stored_headers(call.request);
@@ -165,9 +169,10 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         }
         writer->write(data);
       },
-      [this, bucket, writer, object, append_user, request = call.request](const PayloadChecks& checks) mutable {
+      [this, bucket, writer, object, append_user, encryption,
+       request = call.request](const PayloadChecks& checks) mutable {
         object.size = writer->size();
-        object.etag = checks.md5_hex();
+        object.etag = encryption.etag(checks.md5_hex());
         if (checks.checksum()) {
           object.checksum_algorithm = checks.checksum()->algorithm;
           object.checksum = checks.checksum()->value;
@@ -186,6 +191,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         add_version_header(r, versioned, object.version_id);
         add_checksum_header(r, checks);
         add_expiration_header(r, *bucket, object);
+        encryption.add_headers(r);
         return r;
       });
 }
@@ -220,6 +226,7 @@ Response S3Api::get_object(const Call& call, bool head) {
   std::optional<ObjectRecord> object;
   bool versioned;
   int part_number = 0;  // a part was asked for (partNumber) of a multipart object
+  ObjectEncryption encryption;
   Response r;
   {
     std::lock_guard lock(mutex_);
@@ -227,6 +234,7 @@ Response S3Api::get_object(const Call& call, bool head) {
     versioned = !bucket->record.versioning.empty() || !version_id.empty();
     object = metadata_.object(bucket->record.name, call.request.key, version_id);
     check_readable(object, call.request.key, version_id);
+    encryption = encryption_for_read(call.request, object->encryption, false, master_key());
     if (!read_conditions_allow(call.request, object->etag, object->modified_ns)) {
       r.status = 304;
       r.headers.emplace_back("etag", quoted_etag(object->etag));
@@ -257,7 +265,7 @@ Response S3Api::get_object(const Call& call, bool head) {
     if (head) {
       r.head_length = served.length;
     } else {
-      r.stream = bucket->storage->read(object->segments, served.first, served.length);
+      r.stream = read_object(*bucket->storage, object->segments, served.first, served.length, encryption.data_key);
       r.stream_length = served.length;
     }
   }
@@ -272,6 +280,7 @@ Response S3Api::get_object(const Call& call, bool head) {
   apply_response_overrides(r, call.request);
   add_version_header(r, versioned, object->version_id);
   if (object->latest) add_expiration_header(r, *bucket, *object);
+  encryption.add_headers(r);
   return r;
 }
 
@@ -322,8 +331,10 @@ Response S3Api::copy_object(const Call& call) {
     std::lock_guard lock(mutex_);
     object = metadata_.object(from->record.name, source.key, source.version_id);
     if (object && !object->delete_marker) {
+      const ObjectEncryption source_encryption =
+          encryption_for_read(call.request, object->encryption, true, master_key());
       check_copy_source_conditions(call.request, object->etag, object->modified_ns);
-      source_bytes = from->storage->read(object->segments, 0, object->size);
+      source_bytes = read_object(*from->storage, object->segments, 0, object->size, source_encryption.data_key);
     }
   }
   if (!source_bytes) {
@@ -334,7 +345,10 @@ Response S3Api::copy_object(const Call& call) {
   if (!directive.empty() && directive != "COPY" && !replace) {
     throw S3Error("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE");
   }
-  if (!replace && from == to && source.key == call.request.key) {
+  const ObjectEncryption encryption = write_encryption(call.request, *to);
+  // As S3: a copy onto itself that changes the encryption is no no-op.
+  if (!replace && from == to && source.key == call.request.key && !encryption.customer &&
+      encryption.stored.kind == decode_encryption(object->encryption).kind) {
     throw S3Error("InvalidRequest", "this copy request is illegal because it is trying to copy an object to itself "
                                     "without changing the object's metadata");
   }
@@ -358,9 +372,11 @@ Response S3Api::copy_object(const Call& call) {
     copy.checksum.clear();
   }
   Digest copy_md5(DigestAlgorithm::kMd5);
-  copy.segments = {{copy_bytes(*source_bytes, object->size, *to->storage, [&](ByteView data) { copy_md5.update(data); }),
+  const auto writer = create_object_writer(*to->storage, encryption.data_key);
+  copy.segments = {{copy_bytes(*source_bytes, object->size, *writer, [&](ByteView data) { copy_md5.update(data); }),
                     object->size}};
-  copy.etag = to_hex(copy_md5.finish());
+  copy.etag = encryption.etag(to_hex(copy_md5.finish()));
+  copy.encryption = encode_encryption(encryption.stored);
   const bool versioned = commit_object(*to, copy, nullptr, append_only_user(call, *to));
   XmlWriter xml;
   xml.open("CopyObjectResult", kS3Namespace)
@@ -370,6 +386,7 @@ Response S3Api::copy_object(const Call& call) {
   add_version_header(r, versioned, copy.version_id);
   add_expiration_header(r, *to, copy);
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
+  encryption.add_headers(r);
   return r;
 }
 

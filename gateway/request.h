@@ -24,6 +24,7 @@ struct S3Request {
   NameValues headers;     // names lower case, in the order received
   bool virtual_hosted = false;
   std::string client_address;  // the peer's IP address, for bucket policies (aws:SourceIp)
+  bool secure = false;         // it came over TLS
 
   // The first header of that (lower-case) name, or "" when absent.
   std::string header(std::string_view name) const;

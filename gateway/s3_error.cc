@@ -37,6 +37,7 @@ constexpr std::array kCodes = {
     CodeStatus{"InvalidBucketState", 409},
     CodeStatus{"InvalidBucketName", 400},
     CodeStatus{"InvalidDigest", 400},
+    CodeStatus{"InvalidEncryptionAlgorithmError", 400},
     CodeStatus{"InvalidPart", 400},
     CodeStatus{"InvalidPartNumber", 416},
     CodeStatus{"InvalidPartOrder", 400},

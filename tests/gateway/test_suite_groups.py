@@ -8,26 +8,46 @@ Object Lock headers on an upload whose payload SHA-256 is signed (SDKs
 before the default checksums) and refused on one whose payload nothing
 verifies; bucket policy conditions on s3:x-amz-acl, s3:x-amz-copy-source,
 s3:RequestObjectTag/<key> and s3:ExistingObjectTag/<key>."""
+import base64
 import datetime
 import hashlib
 import json
+import os
+import shutil
+import tempfile
 import unittest
 
 import boto3
 import requests
 from botocore.config import Config
 
-from gateway_harness import USERS, boto3_client, error_of, start_raw_and_dedupe, stop_all
+from gateway_harness import USERS, Gateway, boto3_client, error_of, stop_all
 
 GATEWAYS = {}
+KEY_DIR = tempfile.mkdtemp(prefix="keel-sse-key-")
+MASTER_KEY = os.path.join(KEY_DIR, "sse-master.key")
 
 
 def setUpModule():
-    start_raw_and_dedupe(GATEWAYS)
+    # The raw gateway has an SSE-S3 master key (made at its first start); dedupe buckets need none.
+    GATEWAYS["raw"] = Gateway(server_extra=f"sse_master_key = {MASTER_KEY}")
+    GATEWAYS["dedupe"] = Gateway(dedupe=True)
 
 
 def tearDownModule():
     stop_all(GATEWAYS)
+    shutil.rmtree(KEY_DIR, ignore_errors=True)
+
+
+def files_holding(root, needle):
+    """The files under `root` whose bytes contain `needle`."""
+    found = []
+    for directory, _, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(directory, name), "rb") as f:
+                if needle in f.read():
+                    found.append(os.path.join(directory, name))
+    return found
 
 
 def client_without_checksums(gateway, scheme, **s3_config):
@@ -379,8 +399,10 @@ class SuiteGroupsTest(unittest.TestCase):
 
     def test_server_side_encryption_only_where_it_holds(self):
         """SSE-S3 (AES256) is what a dedupe bucket does anyway (the repository's AES-256-GCM): it is
-        accepted and reported there; a raw bucket, whose files are plain, refuses it. SSE-KMS and
-        customer keys are refused everywhere (keel once accepted all of them and stored plain files)."""
+        accepted and reported there; a raw bucket of a gateway with sse_master_key seals the objects
+        that ask for it (or whose bucket default asks) under per-object keys the master key wraps
+        (without one it refuses AES256: unit tests). SSE-KMS is refused everywhere (keel once accepted
+        it and stored plain files); SSE-C: test_sse_c_*."""
         s3, code = self.s3, self.code
         bucket = self.new_bucket()
         dedupe = self.mode == "dedupe"
@@ -404,22 +426,139 @@ class SuiteGroupsTest(unittest.TestCase):
             self.assertEqual(code(lambda: s3.get_bucket_encryption(Bucket=bucket)),
                              "ServerSideEncryptionConfigurationNotFoundError")
         else:
-            self.assertEqual(code(lambda: s3.put_bucket_encryption(Bucket=bucket,
-                                                                   ServerSideEncryptionConfiguration=rule)),
-                             "InvalidArgument")
-            self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="k", Body=b"v",
-                                                        ServerSideEncryption="AES256")), "InvalidArgument")
-            s3.put_object(Bucket=bucket, Key="k", Body=b"v")
-            self.assertNotIn("ServerSideEncryption", s3.get_object(Bucket=bucket, Key="k"))
+            self.assertEqual(os.stat(MASTER_KEY).st_mode & 0o777, 0o600)
+            put = s3.put_object(Bucket=bucket, Key="k", Body=b"v", ServerSideEncryption="AES256")
+            self.assertEqual(put["ServerSideEncryption"], "AES256")
+            self.assertEqual(put["ETag"].strip('"'), hashlib.md5(b"v").hexdigest())  # as AWS for SSE-S3
+            got = s3.get_object(Bucket=bucket, Key="k")
+            self.assertEqual((got["ServerSideEncryption"], got["Body"].read()), ("AES256", b"v"))
+            s3.put_object(Bucket=bucket, Key="unencrypted", Body=b"u")
+            self.assertNotIn("ServerSideEncryption", s3.head_object(Bucket=bucket, Key="unencrypted"))
+            s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=rule)
+            marker = os.urandom(64)
+            body = os.urandom(100_000) + marker + os.urandom(100_000)
+            s3.put_object(Bucket=bucket, Key="by-default", Body=body)
+            self.assertEqual(s3.head_object(Bucket=bucket, Key="by-default")["ServerSideEncryption"], "AES256")
+            ranged = s3.get_object(Bucket=bucket, Key="by-default", Range="bytes=65530-100070")
+            self.assertEqual((ranged["ServerSideEncryption"], ranged["Body"].read()),
+                             ("AES256", body[65530:100071]))
+            upload = s3.create_multipart_upload(Bucket=bucket, Key="mp")
+            self.assertEqual(upload["ServerSideEncryption"], "AES256")
+            part = s3.upload_part(Bucket=bucket, Key="mp", UploadId=upload["UploadId"], PartNumber=1, Body=marker)
+            done = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload["UploadId"],
+                                                MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]})
+            self.assertEqual(done["ServerSideEncryption"], "AES256")
+            self.assertEqual(s3.get_object(Bucket=bucket, Key="mp")["Body"].read(), marker)
+            s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "unencrypted"})
+            self.assertEqual(s3.get_object(Bucket=bucket, Key="copy")["ServerSideEncryption"], "AES256")
+            self.assertEqual(files_holding(self.gateway.dir, marker), [])
+            s3.delete_bucket_encryption(Bucket=bucket)
         customer_key = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}
         for refused in ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "key-1"}, {"SSEKMSKeyId": "key-1"},
-                        {"ServerSideEncryption": "aes:kms"}, customer_key):
+                        {"ServerSideEncryption": "aes:kms"}, {**customer_key, "ServerSideEncryption": "AES256"}):
             self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="x", Body=b"v", **refused)),
                              "InvalidArgument", refused)
         self.assertEqual(code(lambda: s3.head_object(Bucket=bucket, Key="k", **customer_key)), "400")
         self.assertEqual(code(lambda: s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
             "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]})), "InvalidArgument")
         self.assertEqual(s3.get_object(Bucket=bucket, Key="k")["Body"].read(), b"v")
+
+    def test_sse_c_objects_are_encrypted_with_the_customer_key(self):
+        """SSE-C: PUT/GET/HEAD, ranges, multipart with UploadPartCopy, CopyObject between keys;
+        a missing key 400, a wrong one 403 (400 on an upload's parts, as AWS), malformed headers as
+        AWS answers them; ETags that are not the plaintext's MD5; nothing of the plaintext on disk."""
+        s3, code = self.s3, self.code
+        bucket = self.new_bucket()
+        ka, kb, kc = ({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": os.urandom(32)} for _ in range(3))
+        src = lambda k: {"CopySourceSSECustomerAlgorithm": "AES256", "CopySourceSSECustomerKey": k["SSECustomerKey"]}
+        marker = os.urandom(64)
+        bodies = {"one": b"x", "thirteen": b"thirteen byte", "kib": os.urandom(1024),
+                  "mib": os.urandom(300_000) + marker + os.urandom((1 << 20) - 300_064)}
+        for name, body in bodies.items():
+            put = s3.put_object(Bucket=bucket, Key=name, Body=body, **ka)
+            self.assertEqual(put["SSECustomerAlgorithm"], "AES256")
+            self.assertEqual(put["SSECustomerKeyMD5"],
+                             base64.b64encode(hashlib.md5(ka["SSECustomerKey"]).digest()).decode())
+            self.assertNotIn("ServerSideEncryption", put)
+            self.assertNotEqual(put["ETag"].strip('"'), hashlib.md5(body).hexdigest())
+            got = s3.get_object(Bucket=bucket, Key=name, **ka)
+            self.assertEqual(got["Body"].read(), body, name)
+            self.assertEqual((got["ETag"], got["SSECustomerKeyMD5"]), (put["ETag"], put["SSECustomerKeyMD5"]))
+            self.assertEqual(s3.head_object(Bucket=bucket, Key=name, **ka)["ContentLength"], len(body))
+        mib = bodies["mib"]
+        block = 64 * 1024
+        for first, last in ((0, 0), (block - 1, block), (block, 3 * block + 5), (100_000, 900_000), (len(mib) - 1, None)):
+            rng = f"bytes={first}-" + ("" if last is None else str(last))
+            got = s3.get_object(Bucket=bucket, Key="mib", Range=rng, **ka)["Body"].read()
+            self.assertEqual(got, mib[first:None if last is None else last + 1], rng)
+        self.assertEqual(code(lambda: s3.get_object(Bucket=bucket, Key="kib")), "InvalidRequest")
+        self.assertEqual(code(lambda: s3.head_object(Bucket=bucket, Key="kib")), "400")
+        self.assertEqual(code(lambda: s3.get_object(Bucket=bucket, Key="kib", **kb)), "AccessDenied")
+        self.assertEqual(code(lambda: s3.head_object(Bucket=bucket, Key="kib", **kb)), "403")
+
+        def with_headers(change):
+            """alice's client, its PutObject headers changed before signing."""
+            client = boto3_client(self.gateway, "http")
+            client.meta.events.register("before-sign.s3.PutObject", lambda request, **_: change(request.headers))
+            return client
+        prefix = "x-amz-server-side-encryption-customer-"
+
+        def drop(name):
+            return lambda headers: headers.__delitem__(prefix + name)
+
+        def set_header(name, value):
+            def change(headers):
+                del headers[prefix + name]  # botocore's headers add a second one on assignment
+                headers[prefix + name] = value
+            return change
+        for change, expected in ((drop("key-MD5"), "InvalidArgument"), (drop("algorithm"), "InvalidArgument"),
+                                 (drop("key"), "InvalidArgument"),
+                                 (set_header("algorithm", "AES128"), "InvalidEncryptionAlgorithmError"),
+                                 (set_header("key-MD5", base64.b64encode(b"0" * 16).decode()), "InvalidArgument")):
+            self.assertEqual(code(lambda: with_headers(change).put_object(Bucket=bucket, Key="bad", Body=b"v", **ka)),
+                             expected)
+        short = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": os.urandom(16)}
+        self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="bad", Body=b"v", **short)), "InvalidArgument")
+        s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
+        self.assertEqual(code(lambda: s3.get_object(Bucket=bucket, Key="plain", **ka)), "InvalidRequest")
+
+        # CopyObject: between keys, out of SSE-C, into it, onto itself under a new key.
+        s3.copy_object(Bucket=bucket, Key="b", CopySource={"Bucket": bucket, "Key": "kib"}, **src(ka), **kb)
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="b", **kb)["Body"].read(), bodies["kib"])
+        self.assertEqual(code(lambda: s3.get_object(Bucket=bucket, Key="b", **ka)), "AccessDenied")
+        self.assertEqual(code(lambda: s3.copy_object(Bucket=bucket, Key="c", CopySource={"Bucket": bucket, "Key": "b"},
+                                                     **src(ka))), "AccessDenied")
+        s3.copy_object(Bucket=bucket, Key="c", CopySource={"Bucket": bucket, "Key": "b"}, **src(kb))
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="c")["Body"].read(), bodies["kib"])
+        s3.copy_object(Bucket=bucket, Key="plain", CopySource={"Bucket": bucket, "Key": "plain"}, **kc)
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="plain", **kc)["Body"].read(), b"plain")
+
+        # Multipart under key A: a part under another key or none is refused; UploadPartCopy from B's object.
+        upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", **ka)
+        self.assertEqual(upload["SSECustomerAlgorithm"], "AES256")
+        uid = upload["UploadId"]
+        part1 = os.urandom(5 << 20)
+        self.assertEqual(code(lambda: s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"p",
+                                                     **kb)), "InvalidRequest")
+        self.assertEqual(code(lambda: s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"p")),
+                         "InvalidRequest")
+        p1 = s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=part1, **ka)
+        self.assertNotEqual(p1["ETag"].strip('"'), hashlib.md5(part1).hexdigest())
+        p2 = s3.upload_part_copy(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=2, CopySourceRange="bytes=1-700",
+                                 CopySource={"Bucket": bucket, "Key": "b"}, **src(kb), **ka)
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid, MultipartUpload={"Parts": [
+            {"ETag": p1["ETag"], "PartNumber": 1}, {"ETag": p2["CopyPartResult"]["ETag"], "PartNumber": 2}]})
+        whole = part1 + bodies["kib"][1:701]
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="mp", **ka)["Body"].read(), whole)
+        across = s3.get_object(Bucket=bucket, Key="mp", Range=f"bytes={len(part1) - 5}-{len(part1) + 5}", **ka)
+        self.assertEqual(across["Body"].read(), whole[len(part1) - 5:len(part1) + 6])
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="mp", PartNumber=2, **ka)["Body"].read(), whole[len(part1):])
+        self.assertEqual(code(lambda: s3.get_object(Bucket=bucket, Key="mp", **kb)), "AccessDenied")
+
+        # Over TLS as well; and nowhere under the gateway's directory is the plaintext.
+        tls = boto3_client(self.gateway, "https")
+        self.assertEqual(tls.get_object(Bucket=bucket, Key="thirteen", **ka)["Body"].read(), b"thirteen byte")
+        self.assertEqual(files_holding(self.gateway.dir, marker), [])
 
 
 class DedupeSuiteGroupsTest(SuiteGroupsTest):

@@ -16,6 +16,7 @@
 #include "gateway/garbage_collection.h"
 #include "gateway/metadata.h"
 #include "targets/local/local_target.h"
+#include "tests/unit/body_reading.h"
 #include "tests/unit/test_support.h"
 #include "util/error.h"
 
@@ -25,6 +26,7 @@ using namespace keel::gateway;
 namespace {
 
 using test::random_bytes;
+using test::slice;
 
 // A repository with small chunks (1-16 KiB) so that little data makes many.
 struct Fixture {
@@ -69,22 +71,7 @@ std::string put(BucketStorage& storage, ByteView data) {
 }
 
 Bytes get(BucketStorage& storage, const std::vector<Segment>& segments, uint64_t first, uint64_t length) {
-  auto reader = storage.read(segments, first, length);
-  Bytes out(length);
-  size_t at = 0;
-  while (at < out.size()) {
-    const size_t n = reader->read(std::span(out).subspan(at, std::min<size_t>(out.size() - at, 7000)));
-    REQUIRE(n > 0);
-    at += n;
-  }
-  uint8_t extra;
-  CHECK(reader->read(std::span(&extra, 1)) == 0);
-  return out;
-}
-
-Bytes slice(const Bytes& data, uint64_t first, uint64_t length) {
-  return Bytes(data.begin() + static_cast<std::ptrdiff_t>(first),
-               data.begin() + static_cast<std::ptrdiff_t>(first + length));
+  return keel::test::read_body(*storage.read(segments, first, length), length);
 }
 
 size_t pack_count(engine::ChunkStore& store) { return store.repository().catalog().list_packs().size(); }
