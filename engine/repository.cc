@@ -528,24 +528,18 @@ size_t Repository::sync_with_listing() {
   // may add to this catalog meanwhile.
   std::map<Id, std::optional<int64_t>> known_packs;
   for (const catalog::PackRecord& p : catalog_->list_packs()) known_packs[p.id] = p.condemned_unix;
-  std::set<Id> known_snapshots;
-  for (const auto& s : catalog_->list_snapshots()) known_snapshots.insert(s.id);
 
   // Snapshots, then packs, then condemnations: a snapshot is written after
   // its packs, and a repack condemns the old packs before it writes the new
   // ones, so each listing shows what the earlier ones depend on.
-  std::vector<Id> snapshots_on_target = list_object_ids(*target_, "snapshots/");
+  const SnapshotListing snapshots = list_snapshots_dropping_gone();
   std::map<Id, uint64_t> packs_on_target;
   target_->list("packs/", [&](const targets::ObjectInfo& o) {
     if (std::optional<Id> id = id_from_key(o.key)) packs_on_target[*id] = o.size;
   });
   std::map<Id, int64_t> condemned = condemned_packs(*target_, keys_.index, [this](const std::string& m) { warn(m); });
 
-  // Forgotten snapshots and deleted packs (prune) leave the catalog.
-  std::set<Id> snapshots_present(snapshots_on_target.begin(), snapshots_on_target.end());
-  for (const Id& id : known_snapshots) {
-    if (!snapshots_present.count(id)) catalog_->remove_snapshot(id);
-  }
+  // Deleted packs (prune) leave the catalog.
   for (const auto& [id, since] : known_packs) {
     if (!packs_on_target.count(id)) {
       catalog_->remove_pack(id);
@@ -568,14 +562,24 @@ size_t Repository::sync_with_listing() {
     ++added;
   }
 
-  for (const Id& id : snapshots_on_target) {
-    if (known_snapshots.count(id)) continue;
+  for (const Id& id : snapshots.listed) {
+    if (snapshots.known_before.count(id)) continue;
     std::optional<catalog::SnapshotRecord> snap = read_snapshot_or_warn(id);
     if (!snap) continue;  // forgotten meanwhile, or damaged (warned)
     cache_trees_or_warn(*snap);
     catalog_->add_snapshot(*snap);
   }
   return added;
+}
+
+Repository::SnapshotListing Repository::list_snapshots_dropping_gone() {
+  SnapshotListing out;
+  for (const catalog::SnapshotRecord& s : catalog_->list_snapshots()) out.known_before.insert(s.id);
+  for (const Id& id : list_object_ids(*target_, "snapshots/")) out.listed.insert(id);
+  for (const Id& id : out.known_before) {
+    if (!out.listed.count(id)) catalog_->remove_snapshot(id);
+  }
+  return out;
 }
 
 void Repository::follow_log() {
@@ -613,11 +617,16 @@ void Repository::follow_log() {
     }
     fresh.push_back(std::move(*entry));
   }
-  if (!fresh.empty()) apply_log(fresh);
+  // Listed after log/: it shows every removal the entries claim (forget
+  // and prune log a removal after it), and those no entry names yet (a
+  // forget killed before its entry, an object deleted by hand), which
+  // would otherwise stay in this catalog until a full sync.
+  const SnapshotListing snapshots = list_snapshots_dropping_gone();
+  if (!fresh.empty()) apply_log(fresh, snapshots);
   if (!fresh.empty() || applied.size() != listed.size()) remember_log(listed);
 }
 
-void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
+void Repository::apply_log(const std::vector<ChangeLogEntry>& entries, const SnapshotListing& snapshots) {
   // Ids are never reused, so the entries apply as sets, in any order:
   // removals win over additions, and a pack removed drops its blobs before
   // the packs added (or the relocations) index them again.
@@ -662,13 +671,17 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
       if (it != known.end()) catalog_->add_pack(it->second, std::span<const catalog::BlobRecord>(&loc.blob, 1));
     }
   }
-  std::set<Id> snapshots_known;
-  for (const catalog::SnapshotRecord& s : catalog_->list_snapshots()) snapshots_known.insert(s.id);
+  // The listing dropped the snapshots removed already; those the entries
+  // claim removed that it still shows stay (with a warning).
   std::vector<Id> snapshots_claimed;
   for (const Id& id : snapshots_removed) {
-    if (snapshots_known.count(id)) snapshots_claimed.push_back(id);
+    if (snapshots.known_before.count(id)) snapshots_claimed.push_back(id);
   }
-  for (const Id& id : removed_from_target("snapshots/", snapshots_claimed, snapshot_key)) catalog_->remove_snapshot(id);
+  for (const Id& id : removed_from_target("snapshots/", snapshots_claimed, snapshot_key, &snapshots.listed)) {
+    catalog_->remove_snapshot(id);
+  }
+  std::set<Id> snapshots_known;
+  for (const catalog::SnapshotRecord& s : catalog_->list_snapshots()) snapshots_known.insert(s.id);
   for (const ChangeLogEntry& e : entries) {
     for (const Id& id : e.snapshots_added) {
       if (snapshots_removed.count(id) || !snapshots_known.insert(id).second) continue;
@@ -681,10 +694,14 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries) {
 }
 
 std::vector<Id> Repository::removed_from_target(std::string_view prefix, const std::vector<Id>& claimed,
-                                                std::string (*key_of)(const Id&)) {
+                                                std::string (*key_of)(const Id&), const std::set<Id>* listed) {
   if (claimed.empty()) return {};
   std::set<Id> present;
-  if (claimed.size() <= kHeadsBeforeListing) {
+  if (listed) {
+    for (const Id& id : claimed) {
+      if (listed->count(id)) present.insert(id);
+    }
+  } else if (claimed.size() <= kHeadsBeforeListing) {
     for (const Id& id : claimed) {
       if (target_->head(key_of(id))) present.insert(id);
     }

@@ -115,8 +115,9 @@ class Repository {
   size_t sync_catalog();
   // The cheap sync every command does when it opens the repository: applies
   // the change-log entries (change_log.h) this catalog has not applied yet,
-  // reading only log/ and those entries; falls back to sync_catalog where
-  // it cannot be sure that the log tells it everything.
+  // reading only log/, those entries and one listing of snapshots/ (a
+  // snapshot removed without an entry leaves the catalog too); falls back
+  // to sync_catalog where it cannot be sure that the log tells it everything.
   void follow_log();
   // Appends a log entry naming `changes` (after they are on the target).
   void log_changes(const ChangeLogEntry& changes);
@@ -145,15 +146,27 @@ class Repository {
   void replace_damaged_catalog(const catalog::CorruptDatabase& damage);
   void cache_trees_from(const Id& root);
   size_t sync_with_listing();
-  void apply_log(const std::vector<ChangeLogEntry>& entries);
+  // One listing of snapshots/. It is authoritative for "gone" only for the
+  // snapshots this catalog held before it began: every snapshot is on the
+  // target before any catalog has it, while one a backup writes meanwhile
+  // (here, or on another host) may be missing from it.
+  struct SnapshotListing {
+    std::set<Id> known_before;  // in the catalog before the listing
+    std::set<Id> listed;
+  };
+  // Lists snapshots/ and drops from the catalog those it held before that
+  // the listing lacks (forgotten, logged or not).
+  SnapshotListing list_snapshots_dropping_gone();
+  void apply_log(const std::vector<ChangeLogEntry>& entries, const SnapshotListing& snapshots);
   void remember_log(const std::vector<std::string>& keys);
   // Of the objects under `prefix` that log entries claim removed, those
   // really gone from the target. forget and prune log a removal only after
   // it, but a put-only key seals log entries too (it holds the index key):
   // a claimed object still there stays in the catalog, with a warning. A
-  // few are asked one by one (HEAD), more by one listing of `prefix`.
+  // few are asked one by one (HEAD), more by one listing of `prefix`; none
+  // where the caller has listed `prefix` since the entries were (`listed`).
   std::vector<Id> removed_from_target(std::string_view prefix, const std::vector<Id>& claimed,
-                                      std::string (*key_of)(const Id&));
+                                      std::string (*key_of)(const Id&), const std::set<Id>* listed = nullptr);
   static constexpr size_t kHeadsBeforeListing = 8;
   void recover_missing_pack(const Id& pack, std::span<const Id> blobs);
   std::optional<catalog::SnapshotRecord> read_snapshot_or_warn(const Id& id);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "agents/fs/fs_source.h"
 #include "engine/backup.h"
@@ -21,6 +22,7 @@
 #include "targets/fault_injecting_target.h"
 #include "targets/memory/memory_target.h"
 #include "targets/metered_target.h"
+#include "targets/target_decorator.h"
 #include "tests/unit/test_support.h"
 #include "util/error.h"
 
@@ -132,18 +134,18 @@ TEST_CASE("a host follows another's backups by reading only the log and the new 
   size_t packs = pack_ids(*h.a).size();
   REQUIRE(packs >= 32);
 
-  // Nothing new: one list of log/, nothing read.
+  // Nothing new: log/ and snapshots/ listed, nothing read.
   h.b->follow_log();
   Requests idle = Hosts::cost(*h.b, [&] { h.b->follow_log(); });
-  CHECK(idle.list == 1);
+  CHECK(idle.list == 2);
   CHECK(idle.reads() == 0);
 
-  // One new backup elsewhere: log/ and condemned/ listed (packs were
-  // added), the entry, the snapshot and its trees read; no pack header,
-  // however many packs the repository holds.
+  // One new backup elsewhere: log/, snapshots/ and condemned/ listed (packs
+  // were added), the entry, the snapshot and its trees read; no pack
+  // header, however many packs the repository holds.
   catalog::SnapshotRecord snap = h.backup(*h.a, "new", 100'000, 99);
   Requests one = Hosts::cost(*h.b, [&] { h.b->follow_log(); });
-  CHECK(one.list == 2);
+  CHECK(one.list == 3);
   CHECK(one.reads() <= 16);
   CHECK(snapshot_ids(*h.b) == snapshot_ids(*h.a));
   CHECK(pack_ids(*h.b) == pack_ids(*h.a));
@@ -177,10 +179,75 @@ TEST_CASE("forget and prune on one host reach the other's catalog through the lo
   REQUIRE(r.packs_deleted > 0);
 
   Requests cost = Hosts::cost(*h.b, [&] { h.b->follow_log(); });
-  CHECK(cost.list <= 2);  // log/, and condemned/ because condemnations changed
+  CHECK(cost.list <= 3);  // log/, snapshots/, and condemned/ because condemnations changed
   CHECK(snapshot_ids(*h.b) == std::set<Id>{kept.id});
   CHECK(pack_ids(*h.b) == pack_ids(*h.a));
   CHECK(h.b->catalog().blob_count() == h.a->catalog().blob_count());
+}
+
+TEST_CASE("a forget killed before its log entry drops the snapshots from other hosts' catalogs too", "[changelog]") {
+  Hosts h;
+  catalog::SnapshotRecord old = h.backup(*h.a, "old", 50'000, 1);
+  catalog::SnapshotRecord older = h.backup(*h.a, "older", 50'000, 2);
+  catalog::SnapshotRecord kept = h.backup(*h.a, "kept", 50'000, 3);
+  h.b->follow_log();
+  REQUIRE(snapshot_ids(*h.b) == std::set<Id>{old.id, older.id, kept.id});
+
+  // Host a's forget removes the objects, then dies before its entry is
+  // written (as under kill -9): nothing in log/ names the removal.
+  auto injector = std::make_shared<targets::FaultInjector>();
+  auto a = Repository::open(targets::make_fault_injecting_target(h.metered(), injector),
+                            {"secret", std::string(kInMemoryCatalog)});
+  injector->set_rules(
+      {{.when = {.op = targets::TargetOp::kPut, .prefix = "log/"}, .persistence = Persistence::kPermanent}}, 1);
+  const size_t entries = list_log_keys(h.a->target()).size();
+  RetentionPolicy keep_one;
+  keep_one.last = 1;
+  REQUIRE_THROWS(forget(*a, {}, keep_one, GroupBy::kNone, false));
+  REQUIRE_FALSE(h.a->target().head(snapshot_key(old.id)));
+  REQUIRE_FALSE(h.a->target().head(snapshot_key(older.id)));
+  REQUIRE(list_log_keys(h.a->target()).size() == entries);
+
+  // b's next command follows without a full sync and lists only what is there.
+  Requests cost = Hosts::cost(*h.b, [&] { h.b->follow_log(); });
+  CHECK(snapshot_ids(*h.b) == std::set<Id>{kept.id});
+  CHECK(cost.list == 2);  // log/ and snapshots/
+  CHECK(cost.reads() == 0);
+  CHECK(h.b->warnings().empty());
+}
+
+namespace {
+
+// Runs `after` once when a listing of snapshots/ has ended, before the
+// caller sees it: what another process does while a catalog follows the log.
+class AfterSnapshotListing final : public targets::TargetDecorator {
+ public:
+  using TargetDecorator::TargetDecorator;
+  void list(const std::string& prefix, const std::function<void(const targets::ObjectInfo&)>& fn) override {
+    TargetDecorator::list(prefix, fn);
+    if (prefix == "snapshots/" && after) std::exchange(after, nullptr)();
+  }
+  std::function<void()> after;
+};
+
+}  // namespace
+
+TEST_CASE("following the log drops no snapshot a backup adds to the catalog while snapshots/ is listed",
+          "[changelog]") {
+  Hosts h;
+  catalog::SnapshotRecord first = h.backup(*h.a, "first", 50'000, 1);
+  // Two processes of host b on one catalog file: one follows the log, the
+  // other backs up meanwhile, adding its snapshot after the listing.
+  const std::string catalog = h.dir.file("b.db");
+  auto hooked = std::make_unique<AfterSnapshotListing>(h.metered());
+  AfterSnapshotListing& target = *hooked;
+  auto follower = Repository::open(std::move(hooked), {"secret", catalog});
+  auto other = Repository::open(h.metered(), {"secret", catalog});
+  catalog::SnapshotRecord added;
+  target.after = [&] { added = h.backup(*other, "during", 50'000, 2); };
+  follower->follow_log();
+  REQUIRE_FALSE(target.after);  // the backup ran within the listing's window
+  CHECK(snapshot_ids(*follower) == std::set<Id>{first.id, added.id});
 }
 
 TEST_CASE("a backup logs the packs a killed run of its host left, so other hosts follow without a full sync",
@@ -203,7 +270,7 @@ TEST_CASE("a backup logs the packs a killed run of its host left, so other hosts
   catalog::SnapshotRecord snap = h.backup(*a, "data", 400'000, 3);
   CHECK(snap.stats.chunks_added == 0);  // every chunk reused from the killed run's packs
   Requests cost = Hosts::cost(*h.b, [&] { h.b->follow_log(); });
-  CHECK(cost.list <= 2);  // log/, and condemned/ as packs were added: no full sync
+  CHECK(cost.list <= 3);  // log/, snapshots/, and condemned/ as packs were added: no full sync
   CHECK(pack_ids(*h.b) == pack_ids(*a));
   CHECK(h.b->catalog().blob_count() == a->catalog().blob_count());
   CHECK(a->catalog().unlogged_packs().empty());
@@ -226,7 +293,7 @@ TEST_CASE("a catalog that missed compacted entries syncs in full", "[changelog]"
   CHECK(snapshot_ids(*h.b).count(missed.id));
   CHECK(pack_ids(*h.b) == pack_ids(*h.a));
   // And follows cheaply again afterwards.
-  CHECK(Hosts::cost(*h.b, [&] { h.b->follow_log(); }).list == 1);
+  CHECK(Hosts::cost(*h.b, [&] { h.b->follow_log(); }).list == 2);
 }
 
 TEST_CASE("a read that finds its pack gone re-syncs and reads the blob's other copy", "[changelog]") {
