@@ -34,6 +34,20 @@ constexpr std::string_view kConfigAad = "keel config";
 // Catalog meta: the change-log keys this catalog has applied, one a line;
 // absent until a full sync gave it a starting point.
 constexpr std::string_view kLogAppliedMeta = "log_applied";
+// Snapshots the last full sync listed but could not read (damaged): a later
+// follow need not sync again for them.
+constexpr std::string_view kSnapshotsSkippedMeta = "snapshots_skipped";
+
+// The lines of a newline-separated catalog meta value.
+std::vector<std::string_view> meta_lines(std::string_view value) {
+  std::vector<std::string_view> lines;
+  for (size_t pos = 0; pos < value.size();) {
+    size_t end = std::min(value.find('\n', pos), value.size());
+    lines.push_back(value.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
 
 // Set while this thread syncs the catalog: a read inside the sync that finds
 // a pack gone must not start another sync.
@@ -562,13 +576,18 @@ size_t Repository::sync_with_listing() {
     ++added;
   }
 
+  std::string skipped;
   for (const Id& id : snapshots.listed) {
     if (snapshots.known_before.count(id)) continue;
     std::optional<catalog::SnapshotRecord> snap = read_snapshot_or_warn(id);
-    if (!snap) continue;  // forgotten meanwhile, or damaged (warned)
+    if (!snap) {  // forgotten meanwhile, or damaged (warned)
+      skipped += (skipped.empty() ? "" : "\n") + id.hex();
+      continue;
+    }
     cache_trees_or_warn(*snap);
     catalog_->add_snapshot(*snap);
   }
+  catalog_->set_meta(kSnapshotsSkippedMeta, skipped);
   return added;
 }
 
@@ -592,11 +611,7 @@ void Repository::follow_log() {
   };
   if (!state) return full_sync();  // never followed the log: no starting point
   std::set<std::string> applied;
-  for (size_t pos = 0; pos < state->size();) {
-    size_t end = std::min(state->find('\n', pos), state->size());
-    applied.insert(state->substr(pos, end - pos));
-    pos = end + 1;
-  }
+  for (std::string_view key : meta_lines(*state)) applied.emplace(key);
   std::set<std::string> present(listed.begin(), listed.end());
   std::vector<ChangeLogEntry> fresh;
   for (const std::string& key : listed) {
@@ -622,6 +637,16 @@ void Repository::follow_log() {
   // forget killed before its entry, an object deleted by hand), which
   // would otherwise stay in this catalog until a full sync.
   const SnapshotListing snapshots = list_snapshots_dropping_gone();
+  // A snapshot listed that no entry names and this catalog never held was
+  // written by a backup killed before its entry (or one still writing it):
+  // its packs are unlogged too, so only the full listing brings it in.
+  std::set<Id> explained = snapshots.known_before;
+  for (const ChangeLogEntry& e : fresh) explained.insert(e.snapshots_added.begin(), e.snapshots_added.end());
+  const std::string skipped = catalog_->get_meta(kSnapshotsSkippedMeta).value_or("");
+  for (std::string_view hex : meta_lines(skipped)) explained.insert(Id::from_hex(hex));
+  for (const Id& id : snapshots.listed) {
+    if (!explained.count(id)) return full_sync();
+  }
   if (!fresh.empty()) apply_log(fresh, snapshots);
   if (!fresh.empty() || applied.size() != listed.size()) remember_log(listed);
 }

@@ -19,6 +19,7 @@
 #include "engine/forget.h"
 #include "engine/pack.h"
 #include "engine/prune.h"
+#include "engine/sealed_object.h"
 #include "targets/fault_injecting_target.h"
 #include "targets/memory/memory_target.h"
 #include "targets/metered_target.h"
@@ -214,6 +215,39 @@ TEST_CASE("a forget killed before its log entry drops the snapshots from other h
   CHECK(cost.list == 2);  // log/ and snapshots/
   CHECK(cost.reads() == 0);
   CHECK(h.b->warnings().empty());
+}
+
+TEST_CASE("a backup killed before its log entry reaches other hosts' catalogs at their next follow", "[changelog]") {
+  Hosts h;
+  catalog::SnapshotRecord first = h.backup(*h.a, "first", 50'000, 1);
+  h.b->follow_log();
+  auto c = h.open_host();
+  c->follow_log();
+  // Host a's backup stores its packs and its snapshot, then dies before
+  // its entry is written (as under kill -9).
+  auto injector = std::make_shared<targets::FaultInjector>();
+  auto a = Repository::open(targets::make_fault_injecting_target(h.metered(), injector),
+                            {"secret", std::string(kInMemoryCatalog)});
+  injector->set_rules(
+      {{.when = {.op = targets::TargetOp::kPut, .prefix = "log/"}, .persistence = Persistence::kPermanent}}, 1);
+  REQUIRE_THROWS(h.backup(*a, "unlogged", 200'000, 2));
+  std::set<Id> on_target;
+  for (const Id& id : list_object_ids(h.a->target(), "snapshots/")) on_target.insert(id);
+  REQUIRE(on_target.size() == 2);
+
+  // b lists it (and restores from its packs) after one follow; a damaged
+  // snapshot, which no sync can read, costs one full sync, not one per follow.
+  h.b->follow_log();
+  CHECK(snapshot_ids(*h.b) == on_target);
+  CHECK(pack_ids(*h.b) == pack_ids(*a));
+  CHECK(Hosts::cost(*h.b, [&] { h.b->follow_log(); }).list == 2);
+  const Id damaged = *on_target.rbegin() == first.id ? *on_target.begin() : *on_target.rbegin();
+  std::map<std::string, Bytes> objects = h.store->objects();
+  objects[snapshot_key(damaged)] = Bytes(100, 0x5A);
+  h.store->set_objects(std::move(objects));
+  c->follow_log();
+  CHECK(snapshot_ids(*c) == std::set<Id>{first.id});
+  CHECK(Hosts::cost(*c, [&] { c->follow_log(); }).list == 2);
 }
 
 namespace {
