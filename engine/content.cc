@@ -15,6 +15,11 @@
 namespace keel::engine {
 namespace {
 
+// A batch of opened blobs is verified once it holds this much plaintext
+// (or kVerifyLanes blobs): small chunks are hashed together, large ones
+// alone, while they are still in the core's cache from decompression.
+constexpr size_t kVerifyBatchBytes = 512 << 10;
+
 // Whole-pack scrubs read blob-aligned ranges of about this size.
 constexpr uint64_t kScrubRead = 16ull << 20;
 
@@ -223,6 +228,7 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
   const bool opens = form == BlobForm::kOpened || keys_.reseal_copies();
   std::optional<Key256> key;  // the pack's blob key, looked up once per range
   Batch batch;
+  size_t batch_bytes = 0;
   for (size_t i : range.blobs) {
     ByteView stored;
     try {
@@ -232,6 +238,7 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
         batch.copies[batch.size] = &blobs[i];
         batch.indexes[batch.size] = i;
         batch.plains[batch.size++] = plain;
+        batch_bytes = batch.size == 1 ? plain.size() : batch_bytes + plain.size();
       } else {
         StageTimer timer(cpu, Stage::kRead);
         stored = checked(target_, range.pack, blobs[i].blob, data, range.offset);
@@ -247,7 +254,7 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
     }
     if (!opens) {
       sink.deliver(i, stored);
-    } else if (batch.size == kVerifyLanes) {
+    } else if (batch.size == kVerifyLanes || batch_bytes >= kVerifyBatchBytes) {
       deliver_batch(batch, form, sink, buf, cpu);
     }
   }
