@@ -1,30 +1,17 @@
 #include "engine/chunk_sealer.h"
 
 #include <memory>
-#include <optional>
-#include <vector>
 
 #include "engine/blob_codec.h"
 #include "engine/compress.h"
 #include "engine/crypto.h"
-#include "util/hmac_sha256_lanes.h"
 
 namespace keel::engine {
 
 Id chunk_id(const Repository& repo, ByteView chunk) { return keyed_id(repo.keys().id, chunk); }
 
 void chunk_ids(const Repository& repo, std::span<const ByteView> chunks, std::span<Id> ids) {
-  // Keyed once per thread while the key stays the same (as keyed_id does).
-  thread_local std::optional<HmacSha256Lanes> hmac;
-  thread_local Key256 key{};
-  thread_local std::vector<HmacSha256Lanes::Digest> digests;
-  if (!hmac || key != repo.keys().id) {
-    key = repo.keys().id;
-    hmac.emplace(key);
-  }
-  digests.resize(chunks.size());
-  hmac->digest(chunks, digests);
-  for (size_t i = 0; i < chunks.size(); ++i) ids[i].bytes = digests[i];
+  keyed_ids(repo.keys().id, chunks, ids);
 }
 
 void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int level, Bytes& sealed, StageClock* clock) {

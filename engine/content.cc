@@ -15,6 +15,11 @@
 namespace keel::engine {
 namespace {
 
+// A batch of opened blobs is verified once it holds this much plaintext
+// (or kVerifyLanes blobs): small chunks are hashed together, large ones
+// alone, while they are still in the core's cache from decompression.
+constexpr size_t kVerifyBatchBytes = 512 << 10;
+
 // Whole-pack scrubs read blob-aligned ranges of about this size.
 constexpr uint64_t kScrubRead = 16ull << 20;
 
@@ -51,17 +56,10 @@ ByteView open_checked(const Key256& key, targets::Target& target, const Id& pack
   return open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch, blob_where(target, pack, blob), cpu);
 }
 
-// The plaintext against the blob's keyed id. Any writer seals under a blob
-// key of its own, so a copy written under a real id with other content (by
-// a put-only or stolen key) authenticates; only its id tells it apart.
-void verify_id(const Key256& id_key, targets::Target& target, const Id& pack, const catalog::BlobRecord& blob,
-               ByteView plain, StageCpu* cpu) {
-  StageTimer timer(cpu, Stage::kVerify);
-  if (keyed_id(id_key, plain) != blob.id) {
-    throw Error(ErrorKind::kIntegrity, blob_where(target, pack, blob) +
-                                           ": its content does not hash to its id (a false copy: written under this id "
-                                           "with other content, by a put-only or stolen key)");
-  }
+Error false_copy(targets::Target& target, const catalog::BlobLocation& copy) {
+  return Error(ErrorKind::kIntegrity, blob_where(target, copy.pack, copy.blob) +
+                                          ": its content does not hash to its id (a false copy: written under this id "
+                                          "with other content, by a put-only or stolen key)");
 }
 
 }  // namespace
@@ -93,25 +91,50 @@ std::vector<PackRange> plan_reads(std::span<const catalog::BlobLocation> blobs, 
 Content::Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& index)
     : target_(target), keys_(keys), index_(index) {}
 
-ByteView Content::take(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, BlobForm form,
-                       Buffers& buf, const Key256* key, StageCpu* cpu) {
+ByteView Content::open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
+                       const Key256* key, StageCpu* cpu) {
   ByteView stored;
   {
     StageTimer timer(cpu, Stage::kRead);
     stored = checked(target_, copy.pack, copy.blob, range, range_offset);
   }
-  // Format 1 hands copies on as stored: a false one needs the data key,
-  // which only full keys hold.
-  if (form == BlobForm::kSealed && !keys_.reseal_copies()) return stored;
   const Key256 opener = key ? *key : keys_.blob_key(copy.pack);
-  ByteView plain = open_checked(opener, target_, copy.pack, copy.blob, stored, buf.raw, buf.scratch, cpu);
-  verify_id(keys_.keys().id, target_, copy.pack, copy.blob, plain, cpu);
+  return open_checked(opener, target_, copy.pack, copy.blob, stored, lane.raw, lane.scratch, cpu);
+}
+
+std::array<bool, Content::kVerifyLanes> Content::false_copies(const Batch& batch, StageCpu* cpu) {
+  std::array<Id, kVerifyLanes> ids;
+  {
+    StageTimer timer(cpu, Stage::kVerify);
+    keyed_ids(keys_.keys().id, std::span(batch.plains.data(), batch.size), std::span(ids.data(), batch.size));
+  }
+  std::array<bool, kVerifyLanes> out{};
+  for (size_t k = 0; k < batch.size; ++k) out[k] = ids[k] != batch.copies[k]->blob.id;
+  return out;
+}
+
+ByteView Content::handed_on(const catalog::BlobLocation& copy, ByteView plain, Opened& lane, BlobForm form,
+                            Buffers& buf) {
   if (form == BlobForm::kOpened) return plain;
   // Sealed again under this process's key: the pack it goes to names only
   // that one. `scratch` still holds the opened stored form.
   buf.resealed.clear();
-  seal(keys_.write_key(), buf.scratch, copy.blob.id.view(), buf.resealed);
+  seal(keys_.write_key(), lane.scratch, copy.blob.id.view(), buf.resealed);
   return buf.resealed;
+}
+
+void Content::deliver_batch(Batch& batch, BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu) {
+  if (batch.size == 0) return;
+  const std::array<bool, kVerifyLanes> bad = false_copies(batch, cpu);
+  const size_t n = std::exchange(batch.size, 0);
+  for (size_t k = 0; k < n; ++k) {
+    const catalog::BlobLocation& copy = *batch.copies[k];
+    if (bad[k]) {
+      deliver_elsewhere(copy, false_copy(target_, copy), form, sink, batch.indexes[k], cpu);
+    } else {
+      sink.deliver(batch.indexes[k], handed_on(copy, batch.plains[k], buf.lanes[k], form, buf));
+    }
+  }
 }
 
 ByteView Content::read_copy(const catalog::BlobLocation& copy, BlobForm form, Buffers& buf, StageCpu* cpu) {
@@ -120,7 +143,18 @@ ByteView Content::read_copy(const catalog::BlobLocation& copy, BlobForm form, Bu
     StageTimer timer(cpu, Stage::kRead);
     fetch(target_, copy.pack, copy.blob.offset, buf.sealed);
   }
-  return take(copy, buf.sealed, copy.blob.offset, form, buf, nullptr, cpu);
+  // Format 1 hands copies on as stored: a false one needs the data key,
+  // which only full keys hold.
+  if (form == BlobForm::kSealed && !keys_.reseal_copies()) {
+    StageTimer timer(cpu, Stage::kRead);
+    return checked(target_, copy.pack, copy.blob, buf.sealed, copy.blob.offset);
+  }
+  Batch one;
+  one.copies[0] = &copy;
+  one.plains[0] = open(copy, buf.sealed, copy.blob.offset, buf.lanes[0], nullptr, cpu);
+  one.size = 1;
+  if (false_copies(one, cpu)[0]) throw false_copy(target_, copy);
+  return handed_on(copy, one.plains[0], buf.lanes[0], form, buf);
 }
 
 void Content::deliver_elsewhere(const catalog::BlobLocation& failed, const Error& why, BlobForm form, BlobSink& sink,
@@ -189,13 +223,28 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
     }
     return 0;
   }
+  // Format 1 hands copies on as stored: a false one needs the data key,
+  // which only full keys hold.
+  const bool opens = form == BlobForm::kOpened || keys_.reseal_copies();
   std::optional<Key256> key;  // the pack's blob key, looked up once per range
+  Batch batch;
+  size_t batch_bytes = 0;
   for (size_t i : range.blobs) {
-    ByteView out;
+    ByteView stored;
     try {
-      if (!key && (form == BlobForm::kOpened || keys_.reseal_copies())) key = keys_.blob_key(range.pack);
-      out = take(blobs[i], data, range.offset, form, buf, key ? &*key : nullptr, cpu);
+      if (opens) {
+        if (!key) key = keys_.blob_key(range.pack);
+        const ByteView plain = open(blobs[i], data, range.offset, buf.lanes[batch.size], &*key, cpu);
+        batch.copies[batch.size] = &blobs[i];
+        batch.indexes[batch.size] = i;
+        batch.plains[batch.size++] = plain;
+        batch_bytes = batch.size == 1 ? plain.size() : batch_bytes + plain.size();
+      } else {
+        StageTimer timer(cpu, Stage::kRead);
+        stored = checked(target_, range.pack, blobs[i].blob, data, range.offset);
+      }
     } catch (const Error& e) {
+      deliver_batch(batch, form, sink, buf, cpu);  // the blobs before it first, in order
       if (e.kind() == ErrorKind::kIntegrity) {
         deliver_elsewhere(blobs[i], e, form, sink, i, cpu);
       } else {
@@ -203,8 +252,13 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
       }
       continue;
     }
-    sink.deliver(i, out);
+    if (!opens) {
+      sink.deliver(i, stored);
+    } else if (batch.size == kVerifyLanes || batch_bytes >= kVerifyBatchBytes) {
+      deliver_batch(batch, form, sink, buf, cpu);
+    }
   }
+  deliver_batch(batch, form, sink, buf, cpu);
   return data.size();
 }
 
@@ -324,6 +378,7 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
     }
   }
   Buffers opened;
+  std::vector<catalog::BlobLocation> copies;  // of the blobs of one read
   while (pos < pack.size) {
     // Extend the range over whole blobs up to kScrubRead (at least one).
     uint64_t end = pos;
@@ -344,20 +399,35 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
       return out;
     }
     hash.update(buf);
+    copies.clear();
     for (size_t i = first_blob; i < next_blob; ++i) {
-      const catalog::BlobRecord& b = blobs[i];
-      if (b.offset < pos || b.offset + b.stored_length > end) continue;
+      if (blobs[i].offset >= pos && blobs[i].offset + blobs[i].stored_length <= end) copies.push_back({pack.id, blobs[i]});
+    }
+    Batch batch;
+    auto verify_batch = [&] {
+      const std::array<bool, kVerifyLanes> bad = false_copies(batch, nullptr);
+      const size_t n = std::exchange(batch.size, 0);
+      for (size_t k = 0; k < n; ++k) {
+        if (!bad[k]) continue;
+        out.problems.push_back(false_copy(target_, *batch.copies[k]).what());
+        out.bad_blobs.push_back(batch.copies[k]->blob.id);
+      }
+    };
+    for (const catalog::BlobLocation& copy : copies) {
       try {
-        ByteView stored = checked(target_, pack.id, b, buf, pos);
         if (blob_key) {
-          verify_id(keys_.keys().id, target_, pack.id, b,
-                    open_checked(*blob_key, target_, pack.id, b, stored, opened.raw, opened.scratch), nullptr);
+          batch.plains[batch.size] = open(copy, buf, pos, opened.lanes[batch.size], &*blob_key, nullptr);
+          batch.copies[batch.size++] = &copy;
+        } else {
+          checked(target_, pack.id, copy.blob, buf, pos);
         }
       } catch (const Error& e) {
         out.problems.push_back(e.what());
-        out.bad_blobs.push_back(b.id);
+        out.bad_blobs.push_back(copy.blob.id);
       }
+      if (batch.size == kVerifyLanes) verify_batch();
     }
+    verify_batch();
     pos = end;
   }
   if (pack.xxh3_128.size() == 16) {

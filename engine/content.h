@@ -15,6 +15,7 @@
 // engine/pack.h. Errors name the blob, the pack, the offset and the target.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -132,16 +133,42 @@ class Content {
 
  private:
   friend class ContentWriter;
+  // Blobs opened in a row are checked against their keyed ids together:
+  // hashing several at once costs less per byte (keyed_ids).
+  static constexpr size_t kVerifyLanes = 4;
+  // The buffers one opened blob lives in until it is verified and handed on.
+  struct Opened {
+    Bytes raw, scratch;
+  };
   // Reused buffers of one reader.
   struct Buffers {
-    Bytes sealed, raw, scratch, resealed;
+    Bytes sealed, resealed;
+    std::array<Opened, kVerifyLanes> lanes;
   };
-  // A blob whose stored bytes are `stored` (within a fetched range that
-  // starts at `range_offset`): checked, then opened and verified against its
-  // id, or handed on sealed. The result lives in `buf` or in `stored`.
-  // Throws Error(kIntegrity) naming the copy.
-  ByteView take(const catalog::BlobLocation& copy, ByteView stored, uint64_t range_offset, BlobForm form, Buffers& buf,
+  // Opened blobs waiting to be verified, in the order they were opened:
+  // copy, the caller's index, plaintext (in the lane of the same position).
+  struct Batch {
+    size_t size = 0;
+    std::array<const catalog::BlobLocation*, kVerifyLanes> copies{};
+    std::array<size_t, kVerifyLanes> indexes{};
+    std::array<ByteView, kVerifyLanes> plains{};
+  };
+  // A blob whose stored bytes are at `range_offset`'s offset within a
+  // fetched range: checked, then opened into `lane` (with `key`, else the
+  // pack's blob key). Throws Error(kIntegrity) naming the copy.
+  ByteView open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
                 const Key256* key, StageCpu* cpu);
+  // Which of the batch's plaintexts do not hash to their ids (a false copy:
+  // any writer seals under a blob key of its own, so a copy written under a
+  // real id with other content by a put-only or stolen key authenticates;
+  // only its id tells it apart).
+  std::array<bool, kVerifyLanes> false_copies(const Batch& batch, StageCpu* cpu);
+  // The batch verified and each blob handed to `sink` in order (a false
+  // copy read from another); leaves it empty.
+  void deliver_batch(Batch& batch, BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu);
+  // What `form` hands on of a verified blob opened into `lane`: the plaintext,
+  // or (format 2) the blob sealed again under this process's key.
+  ByteView handed_on(const catalog::BlobLocation& copy, ByteView plain, Opened& lane, BlobForm form, Buffers& buf);
   // The blobs of `range` (fetched into `data`, its length) handed to `sink`;
   // returns the bytes fetched.
   uint64_t read_range(std::span<const catalog::BlobLocation> blobs, const PackRange& range, std::span<uint8_t> data,

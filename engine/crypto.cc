@@ -15,9 +15,12 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "engine/seal_parts.h"
 #include "util/error.h"
+#include "util/hmac_sha256_lanes.h"
 #include "util/huge_pages.h"
 #include "util/openssl.h"
 
@@ -205,6 +208,21 @@ Id keyed_id(const Key256& key, ByteView data) {
     throw_openssl("HMAC-SHA-256 final");
   }
   return id;
+}
+
+void keyed_ids(const Key256& key, std::span<const ByteView> data, std::span<Id> ids) {
+  if (ids.size() != data.size()) throw Error(ErrorKind::kFailure, "keyed_ids: one id per message");
+  // Keyed once per thread while the key stays the same (as keyed_id is).
+  thread_local std::optional<HmacSha256Lanes> hmac;
+  thread_local Key256 hmac_key{};
+  thread_local std::vector<HmacSha256Lanes::Digest> digests;
+  if (!hmac || hmac_key != key) {
+    hmac_key = key;
+    hmac.emplace(key);
+  }
+  digests.resize(data.size());
+  hmac->digest(data, digests);
+  for (size_t i = 0; i < data.size(); ++i) ids[i].bytes = digests[i];
 }
 
 Key256 random_key() {

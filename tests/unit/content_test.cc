@@ -78,15 +78,18 @@ struct Store {
   std::vector<Bytes> plain;
   static constexpr uint64_t kPartSize = 64 << 10;
 
-  // `count` blobs of `size` bytes, in packs of about `pack_size`.
-  void write(size_t count, size_t size, uint64_t pack_size, catalog::BlobType type = catalog::BlobType::kData) {
+  // `count` blobs of `size` bytes, in packs of about `pack_size`; those
+  // numbered in `forged` are false copies (sealed under an id that their
+  // content does not hash to, as a put-only key could write them).
+  void write(size_t count, size_t size, uint64_t pack_size, catalog::BlobType type = catalog::BlobType::kData,
+             const std::set<size_t>& forged = {}) {
     ThreadPool uploads(2, 4);
     ByteBudget budget(1 << 20);
     ContentWriter writer(content, PackWriterOptions{pack_size, kPartSize}, uploads, budget);
     Bytes sealed, scratch;
     for (size_t i = 0; i < count; ++i) {
       Bytes raw = test::random_bytes(size, ids.size() + 1);
-      Id id = keyed_id(keys.id, raw);  // reads check it
+      Id id = keyed_id(keys.id, forged.count(i) ? test::random_bytes(size, 1000 + i) : raw);  // reads check it
       seal_blob(key, nullptr, id, raw, sealed, scratch);
       writer.add(type, id, static_cast<uint32_t>(raw.size()), sealed);
       ids.push_back(id);
@@ -117,13 +120,16 @@ struct Collector : BlobSink {
   std::mutex mu;
   std::map<size_t, Bytes> delivered;
   std::map<size_t, std::string> failed;
-  size_t repeats = 0;  // blobs handed over twice
+  std::vector<size_t> order;  // indexes as handed over, delivered or failed
+  size_t repeats = 0;         // blobs handed over twice
   void deliver(size_t index, ByteView data) override {
     std::lock_guard lock(mu);
+    order.push_back(index);
     if (!delivered.emplace(index, Bytes(data.begin(), data.end())).second) ++repeats;
   }
   void fail(size_t index, const Error& error) override {
     std::lock_guard lock(mu);
+    order.push_back(index);
     if (!failed.emplace(index, error.what()).second) ++repeats;
   }
 };
@@ -294,4 +300,42 @@ TEST_CASE("a pack shorter than the index fails the blobs of the missing range", 
   PackScrub scrub = s.content.scrub(s.index->list_packs().front());
   REQUIRE(!scrub.problems.empty());
   CHECK_THAT(scrub.problems[0], Catch::Contains("truncated"));
+}
+
+TEST_CASE("false copies among blobs verified together are each found, the others handed over in order", "[content]") {
+  // Ids are checked four blobs at a time: false copies in the first and
+  // second batch and at the end of a range whose last batch is not full.
+  Store s;
+  const std::set<size_t> forged{1, 6, 9};
+  s.write(10, 3000, 1 << 20, catalog::BlobType::kData, forged);
+  std::vector<catalog::BlobLocation> blobs = s.locate(s.ids);
+  std::vector<PackRange> ranges = plan_reads(blobs, 4096, 16 << 20);
+  REQUIRE(ranges.size() == 1);
+
+  SECTION("a read fails each false copy (no other is indexed) and delivers the rest in range order") {
+    Collector got;
+    s.content.read(blobs, ranges, ReadOptions{}, got);
+    CHECK(got.order == ranges[0].blobs);
+    CHECK(got.repeats == 0);
+    REQUIRE(got.failed.size() == forged.size());
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      if (forged.count(i)) {
+        CHECK_THAT(got.failed[i], Catch::Contains("does not hash to its id") && Catch::Contains(s.ids[i].short_hex()));
+      } else {
+        CHECK(got.delivered[i] == s.plain[i]);
+      }
+    }
+  }
+  SECTION("one blob read alone is verified too") {
+    CHECK(s.content.read(s.ids[5]) == s.plain[5]);
+    CHECK_THROWS_WITH(s.content.read(s.ids[6]), Catch::Contains("does not hash to its id"));
+    CHECK(s.content.check_copy(blobs[9]).has_value());
+    CHECK(!s.content.check_copy(blobs[8]).has_value());
+  }
+  SECTION("a scrub names exactly the false copies") {
+    PackScrub scrub = s.content.scrub(s.index->list_packs().front());
+    std::set<Id> bad(scrub.bad_blobs.begin(), scrub.bad_blobs.end());
+    CHECK(bad == std::set<Id>{s.ids[1], s.ids[6], s.ids[9]});
+    CHECK(scrub.problems.size() == forged.size());
+  }
 }
