@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/unit/test_support.h"
 #include "util/xxh3_avx2.h"
 
 using keel::Bytes;
@@ -25,12 +26,6 @@ Hash128 reference(ByteView data) {
   return out;
 }
 
-Bytes random_bytes(std::mt19937& rng, size_t n) {
-  Bytes b(n);
-  for (auto& x : b) x = static_cast<uint8_t>(rng());
-  return b;
-}
-
 }  // namespace
 
 TEST_CASE("an XXH3-128 stream fed in pieces equals the one-shot hash", "[checksum]") {
@@ -38,7 +33,7 @@ TEST_CASE("an XXH3-128 stream fed in pieces equals the one-shot hash", "[checksu
   // Around the 64-byte stripe, the 256-byte buffer and the 1 KiB block, and
   // a few MiB (many blocks through the vector kernel).
   for (size_t size : {0, 1, 63, 64, 65, 240, 241, 255, 256, 257, 1023, 1024, 1025, 4097, 100'000, 3 << 20}) {
-    Bytes data = random_bytes(rng, size);
+    Bytes data = keel::test::random_bytes(size, rng());
     for (size_t piece : {size_t{1}, size_t{7}, size_t{64}, size_t{1000}, size_t{65536}, size + 1}) {
       if (piece == 1 && size > 100'000) continue;
       keel::Xxh3Stream stream;
@@ -62,7 +57,7 @@ TEST_CASE("the AVX2 kernel updates the library's state as the library does", "[c
     return;
   }
   std::mt19937 rng(11);
-  Bytes data = random_bytes(rng, (1 << 20) + 333);
+  Bytes data = keel::test::random_bytes((1 << 20) + 333, rng());
   XXH3_state_t* state = XXH3_createState();
   REQUIRE(state);
   XXH3_128bits_reset(state);

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/unit/test_support.h"
+
 using keel::Bytes;
 using keel::ByteView;
 using keel::HmacSha256Lanes;
@@ -24,12 +26,6 @@ HmacSha256Lanes::Digest reference(ByteView key, ByteView message) {
   return out;
 }
 
-Bytes random_bytes(std::mt19937& rng, size_t n) {
-  Bytes b(n);
-  for (auto& x : b) x = static_cast<uint8_t>(rng());
-  return b;
-}
-
 }  // namespace
 
 TEST_CASE("interleaved HMAC-SHA-256 matches OpenSSL for any lengths and counts", "[hmac_lanes]") {
@@ -40,12 +36,12 @@ TEST_CASE("interleaved HMAC-SHA-256 matches OpenSSL for any lengths and counts",
   const std::vector<size_t> lengths = {0,   1,    55,   56,   63,   64,   65,    119,       120,
                                        127, 128,  1000, 4096, 4113, 65536, 1 << 20, (1 << 20) + 3};
   for (size_t key_size : {0, 1, 32, 64, 65, 100}) {
-    const Bytes key = random_bytes(rng, key_size);
+    const Bytes key = keel::test::random_bytes(key_size, rng());
     const HmacSha256Lanes hmac(key);
     for (size_t count : {1, 2, 3, 4, 5, 9, 17}) {
       std::vector<Bytes> messages;
       std::vector<ByteView> views;
-      for (size_t i = 0; i < count; ++i) messages.push_back(random_bytes(rng, lengths[rng() % lengths.size()]));
+      for (size_t i = 0; i < count; ++i) messages.push_back(keel::test::random_bytes(lengths[rng() % lengths.size()], rng()));
       for (const Bytes& m : messages) views.push_back(m);
       std::vector<HmacSha256Lanes::Digest> out(count);
       hmac.digest(views, out);
@@ -60,8 +56,8 @@ TEST_CASE("interleaved HMAC-SHA-256 matches OpenSSL for any lengths and counts",
 
 TEST_CASE("interleaved HMAC-SHA-256 of equal messages gives equal digests", "[hmac_lanes]") {
   std::mt19937 rng(21);
-  const Bytes key = random_bytes(rng, 32);
-  const Bytes message = random_bytes(rng, 300000);
+  const Bytes key = keel::test::random_bytes(32, rng());
+  const Bytes message = keel::test::random_bytes(300000, rng());
   Bytes other = message;
   other[123456] ^= 1;
   const std::vector<ByteView> views = {message, other, message, ByteView(message).first(299999)};
