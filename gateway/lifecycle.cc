@@ -17,12 +17,12 @@ namespace pt = boost::property_tree;
 
 namespace {
 
-constexpr size_t kMaxRules = 1000;
+constexpr size_t kMaxLifecycleRules = 1000;
 constexpr size_t kMaxIdLength = 255;
 constexpr int64_t kNsPerSecond = 1'000'000'000;
 constexpr int64_t kRealDayNs = 86'400 * kNsPerSecond;
 
-[[noreturn]] void malformed(const std::string& why) {
+[[noreturn]] void malformed_lifecycle(const std::string& why) {
   throw S3Error("MalformedXML", "The XML you provided was not well-formed or did not validate against our published "
                                 "schema: " + why);
 }
@@ -38,7 +38,7 @@ std::optional<int64_t> number(const pt::ptree& tree, const std::string& name) {
   const bool negative = text.starts_with('-');
   const std::string digits = negative ? text.substr(1) : text;
   if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos) {
-    malformed("<" + name + "> must be a whole number, not '" + text + "'");
+    malformed_lifecycle("<" + name + "> must be a whole number, not '" + text + "'");
   }
   const int64_t value = std::stoll(digits);
   return negative ? -value : value;
@@ -58,7 +58,7 @@ std::optional<int> positive(const pt::ptree& tree, const std::string& name, cons
 
 NameValues tag_of(const pt::ptree& tag) {
   const auto key = tag.get_child_optional("Key");
-  if (!key) malformed("a <Tag> without a <Key>");
+  if (!key) malformed_lifecycle("a <Tag> without a <Key>");
   // Tag keys and values are any text: kept as sent, as object tags are.
   return {{key->data(), tag.get<std::string>("Value", "")}};
 }
@@ -80,7 +80,7 @@ void read_conditions(const pt::ptree& tree, LifecycleFilter& filter) {
       if (less <= 0) throw S3Error("InvalidArgument", "'ObjectSizeLessThan' must be a positive integer");
       filter.size_less_than = static_cast<uint64_t>(less);
     } else if (name != "And") {
-      malformed("unknown element <" + name + "> in a lifecycle filter");
+      malformed_lifecycle("unknown element <" + name + "> in a lifecycle filter");
     }
   }
 }
@@ -97,12 +97,12 @@ LifecycleFilter read_filter(const pt::ptree& rule) {
     filter.prefix = own_prefix->data();
     return filter;
   }
-  if (!element) malformed("a <Rule> needs a <Filter> (or the older <Prefix>)");
-  if (element->size() > 1) malformed("<Filter> holds one condition; combine several in <And>");
+  if (!element) malformed_lifecycle("a <Rule> needs a <Filter> (or the older <Prefix>)");
+  if (element->size() > 1) malformed_lifecycle("<Filter> holds one condition; combine several in <And>");
   if (const auto conjunction = element->get_child_optional("And")) {
     filter.uses_and = true;
     for (const auto& [name, child] : *conjunction) {
-      if (name == "And") malformed("<And> inside <And>");
+      if (name == "And") malformed_lifecycle("<And> inside <And>");
     }
     read_conditions(*conjunction, filter);
   } else {
@@ -123,7 +123,7 @@ void read_expiration(const pt::ptree& expiration, LifecycleRule& rule) {
   if (expiration.get_child_optional("Date")) {
     const std::string text = xml_value(expiration, "Date");
     const auto date = parse_iso8601(text);
-    if (!date) malformed("<Date> must be an ISO 8601 date, not '" + text + "'");
+    if (!date) malformed_lifecycle("<Date> must be an ISO 8601 date, not '" + text + "'");
     if (*date % kRealDayNs != 0) throw S3Error("InvalidArgument", "'Date' must be at midnight GMT");
     rule.expiration_date_ns = *date;
   }
@@ -132,14 +132,14 @@ void read_expiration(const pt::ptree& expiration, LifecycleRule& rule) {
   }
   if (expiration.get_child_optional("ExpiredObjectDeleteMarker")) {
     const std::string flag = xml_value(expiration, "ExpiredObjectDeleteMarker");
-    if (flag != "true" && flag != "false") malformed("ExpiredObjectDeleteMarker must be true or false");
+    if (flag != "true" && flag != "false") malformed_lifecycle("ExpiredObjectDeleteMarker must be true or false");
     if (rule.expiration_days || rule.expiration_date_ns) {
-      malformed("ExpiredObjectDeleteMarker cannot be specified with Days or Date in a Lifecycle Expiration Policy");
+      malformed_lifecycle("ExpiredObjectDeleteMarker cannot be specified with Days or Date in a Lifecycle Expiration Policy");
     }
     rule.expired_object_delete_marker = flag == "true";
   }
   if (!rule.expiration_days && !rule.expiration_date_ns && !expiration.get_child_optional("ExpiredObjectDeleteMarker")) {
-    malformed("an <Expiration> needs Days, Date or ExpiredObjectDeleteMarker");
+    malformed_lifecycle("an <Expiration> needs Days, Date or ExpiredObjectDeleteMarker");
   }
 }
 
@@ -149,21 +149,21 @@ LifecycleRule read_rule(const pt::ptree& tree) {
   if (rule.id.size() > kMaxIdLength) throw S3Error("InvalidArgument", "ID length should not exceed allowed limit of 255");
   const std::string status = xml_value(tree, "Status");
   if (status != "Enabled" && status != "Disabled") {
-    malformed("<Status> must be Enabled or Disabled, not '" + status + "'");
+    malformed_lifecycle("<Status> must be Enabled or Disabled, not '" + status + "'");
   }
   rule.enabled = status == "Enabled";
   rule.filter = read_filter(tree);
-  if (count_children(tree, "Expiration") > 1) malformed("a rule holds one <Expiration>");
+  if (count_children(tree, "Expiration") > 1) malformed_lifecycle("a rule holds one <Expiration>");
   if (const auto expiration = tree.get_child_optional("Expiration")) read_expiration(*expiration, rule);
   if (const auto noncurrent = tree.get_child_optional("NoncurrentVersionExpiration")) {
     rule.noncurrent_days = positive(*noncurrent, "NoncurrentDays", "NoncurrentVersionExpiration");
     rule.newer_noncurrent_versions =
         positive(*noncurrent, "NewerNoncurrentVersions", "NoncurrentVersionExpiration", 100);
-    if (!rule.noncurrent_days) malformed("a <NoncurrentVersionExpiration> needs <NoncurrentDays>");
+    if (!rule.noncurrent_days) malformed_lifecycle("a <NoncurrentVersionExpiration> needs <NoncurrentDays>");
   }
   if (const auto abort = tree.get_child_optional("AbortIncompleteMultipartUpload")) {
     rule.abort_days = positive(*abort, "DaysAfterInitiation", "AbortIncompleteMultipartUpload");
-    if (!rule.abort_days) malformed("an <AbortIncompleteMultipartUpload> needs <DaysAfterInitiation>");
+    if (!rule.abort_days) malformed_lifecycle("an <AbortIncompleteMultipartUpload> needs <DaysAfterInitiation>");
   }
   if (tree.get_child_optional("Transition") || tree.get_child_optional("NoncurrentVersionTransition")) {
     // AWS's answer for a storage class it does not offer; keel stores everything as STANDARD.
@@ -173,7 +173,7 @@ LifecycleRule read_rule(const pt::ptree& tree) {
   for (const auto& [name, child] : tree) {
     static const std::set<std::string> kKnown = {"ID", "Status", "Prefix", "Filter", "Expiration",
                                                  "NoncurrentVersionExpiration", "AbortIncompleteMultipartUpload"};
-    if (!kKnown.contains(name)) malformed("unknown element <" + name + "> in a <Rule>");
+    if (!kKnown.contains(name)) malformed_lifecycle("unknown element <" + name + "> in a <Rule>");
   }
   if (!rule.expiration_days && !rule.expiration_date_ns && !rule.expired_object_delete_marker &&
       !rule.noncurrent_days && !rule.abort_days) {
@@ -229,17 +229,17 @@ int64_t LifecycleDay::after(int64_t start_ns, int days) const {
 LifecycleConfiguration LifecycleConfiguration::parse(const std::string& xml) {
   const auto tree = read_xml_body(xml);
   const auto root = tree.get_child_optional("LifecycleConfiguration");
-  if (!root) malformed("the body is not a <LifecycleConfiguration> document");
+  if (!root) malformed_lifecycle("the body is not a <LifecycleConfiguration> document");
   LifecycleConfiguration config;
   std::set<std::string> ids;
   for (const auto& [name, rule] : *root) {
-    if (name != "Rule") malformed("unknown element <" + name + "> in <LifecycleConfiguration>");
+    if (name != "Rule") malformed_lifecycle("unknown element <" + name + "> in <LifecycleConfiguration>");
     config.rules_.push_back(read_rule(rule));
     const std::string& id = config.rules_.back().id;
     if (!id.empty() && !ids.insert(id).second) throw S3Error("InvalidArgument", "Rule ID must be unique. Found same ID for more than one rule");
   }
-  if (config.rules_.empty()) malformed("a <LifecycleConfiguration> needs at least one <Rule>");
-  if (config.rules_.size() > kMaxRules) throw S3Error("InvalidArgument", "a lifecycle configuration holds at most 1000 rules");
+  if (config.rules_.empty()) malformed_lifecycle("a <LifecycleConfiguration> needs at least one <Rule>");
+  if (config.rules_.size() > kMaxLifecycleRules) throw S3Error("InvalidArgument", "a lifecycle configuration holds at most 1000 rules");
   for (auto& rule : config.rules_) {
     // As S3: a rule sent without an ID gets one.
     while (rule.id.empty()) {
