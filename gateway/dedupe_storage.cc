@@ -7,6 +7,7 @@
 
 #include "engine/chunker.h"
 #include "engine/prune.h"
+#include "gateway/piece_producer.h"
 #include "util/codec.h"
 #include "util/error.h"
 
@@ -66,24 +67,11 @@ class ChunkWriter final : public BucketStorage::Writer {
 };
 
 // Serves a range of a chunk list, fetching up to kReadAhead chunks ahead.
-class ChunkReader final : public BodyProducer {
+class ChunkReader final : public PieceProducer {
  public:
   ChunkReader(engine::ChunkStore& store, std::vector<ChunkPiece> chunks, uint64_t skip, uint64_t length)
-      : store_(store), chunks_(std::move(chunks)), skip_(skip), left_(length) {
+      : PieceProducer(skip, length), store_(store), chunks_(std::move(chunks)) {
     fill();
-  }
-
-  size_t read(std::span<uint8_t> out) override {
-    size_t total = 0;
-    while (total < out.size() && left_ > 0) {
-      if (offset_ == current_.size()) next_chunk();
-      const size_t n = static_cast<size_t>(std::min<uint64_t>({out.size() - total, current_.size() - offset_, left_}));
-      std::memcpy(out.data() + total, current_.data() + offset_, n);
-      offset_ += n;
-      total += n;
-      left_ -= n;
-    }
-    return total;
   }
 
  private:
@@ -94,18 +82,16 @@ class ChunkReader final : public BodyProducer {
     }
   }
 
-  void next_chunk() {
+  void next_piece(Bytes& chunk) override {
     if (pending_.empty()) throw Error(ErrorKind::kIntegrity, "gateway: an object's chunks end before its length");
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     fill();
-    current_ = p.bytes.get();
-    if (current_.size() != p.length) {
-      throw Error(ErrorKind::kIntegrity, "gateway: a chunk read back with " + std::to_string(current_.size()) +
+    chunk = p.bytes.get();
+    if (chunk.size() != p.length) {
+      throw Error(ErrorKind::kIntegrity, "gateway: a chunk read back with " + std::to_string(chunk.size()) +
                                              " bytes instead of " + std::to_string(p.length));
     }
-    offset_ = static_cast<size_t>(std::min<uint64_t>(skip_, current_.size()));
-    skip_ -= offset_;
   }
 
   struct Pending {
@@ -116,10 +102,6 @@ class ChunkReader final : public BodyProducer {
   std::vector<ChunkPiece> chunks_;
   size_t next_ = 0;
   std::deque<Pending> pending_;
-  Bytes current_;
-  size_t offset_ = 0;
-  uint64_t skip_;  // bytes of the first chunk before the range
-  uint64_t left_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "gateway/piece_producer.h"
 #include "util/error.h"
 
 namespace keel::gateway {
@@ -63,57 +64,38 @@ struct SegmentBlocks {
   uint64_t end_block = 0;
 };
 
-class OpeningProducer final : public BodyProducer {
+class OpeningProducer final : public PieceProducer {
  public:
   OpeningProducer(std::unique_ptr<BodyProducer> sealed, std::vector<SegmentBlocks> segments, uint64_t skip,
                   uint64_t length, const engine::Key256& key)
-      : sealed_(std::move(sealed)), segments_(std::move(segments)), skip_(skip), remaining_(length), key_(key) {
+      : PieceProducer(skip, length), sealed_(std::move(sealed)), segments_(std::move(segments)), key_(key) {
     if (!segments_.empty()) block_ = segments_.front().first_block;
   }
 
-  size_t read(std::span<uint8_t> out) override {
-    size_t done = 0;
-    while (done < out.size() && remaining_ > 0) {
-      if (offset_ == plain_.size()) next_block();
-      const size_t n = static_cast<size_t>(std::min<uint64_t>({out.size() - done, plain_.size() - offset_, remaining_}));
-      std::memcpy(out.data() + done, plain_.data() + offset_, n);
-      offset_ += n;
-      done += n;
-      remaining_ -= n;
-    }
-    return done;
-  }
-
  private:
-  void next_block() {
+  void next_piece(Bytes& plain) override {
     while (block_ == segments_[segment_].end_block) {
       if (++segment_ == segments_.size()) throw Error(ErrorKind::kIntegrity, "gateway: encrypted object read past its blocks");
       block_ = segments_[segment_].first_block;
     }
     const SegmentBlocks& s = segments_[segment_];
-    const uint64_t plain = std::min<uint64_t>(kCipherBlock, s.plain_length - block_ * kCipherBlock);
-    sealed_block_.resize(static_cast<size_t>(plain + engine::kSealOverhead));
+    const uint64_t plain_size = std::min<uint64_t>(kCipherBlock, s.plain_length - block_ * kCipherBlock);
+    sealed_block_.resize(static_cast<size_t>(plain_size + engine::kSealOverhead));
     for (size_t got = 0; got < sealed_block_.size();) {
       const size_t n = sealed_->read(std::span(sealed_block_).subspan(got));
       if (n == 0) throw Error(ErrorKind::kIntegrity, "gateway: an encrypted object's stored bytes end early");
       got += n;
     }
-    engine::open_sealed(key_, sealed_block_, block_aad(block_), plain_, "gateway encrypted object block");
+    engine::open_sealed(key_, sealed_block_, block_aad(block_), plain, "gateway encrypted object block");
     ++block_;
-    offset_ = static_cast<size_t>(std::min<uint64_t>(skip_, plain_.size()));
-    skip_ -= offset_;
   }
 
   std::unique_ptr<BodyProducer> sealed_;
   std::vector<SegmentBlocks> segments_;
-  uint64_t skip_;       // plaintext bytes of the first block before the range
-  uint64_t remaining_;  // plaintext bytes still to give
   engine::Key256 key_;
   size_t segment_ = 0;
   uint64_t block_ = 0;  // the next block of segments_[segment_]
   Bytes sealed_block_;
-  Bytes plain_;
-  size_t offset_ = 0;  // into plain_
 };
 
 }  // namespace
