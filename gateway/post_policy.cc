@@ -135,10 +135,10 @@ void PostPolicy::check(const NameValues& fields, std::time_t now) const {
       refused("Policy Condition failed: " + shown(c.prefix ? "starts-with" : "eq", c.field, c.value));
     }
   }
-  for (const auto& [name, _] : fields) {
-    if (exempt(name)) continue;
-    const bool named = std::any_of(conditions_.begin(), conditions_.end(), [&](const auto& c) { return c.field == name; });
-    if (!named) refused("Extra input fields: " + name);
+  for (const auto& f : fields) {
+    if (exempt(f.first)) continue;
+    const bool named = std::any_of(conditions_.begin(), conditions_.end(), [&](const auto& c) { return c.field == f.first; });
+    if (!named) refused("Extra input fields: " + f.first);
   }
 }
 

@@ -188,3 +188,15 @@ TEST_CASE("post policy: V2 and V4 form signatures", "[gateway][post]") {
   CHECK(error_code([&] { verify_post_form_v4("NOBODY/20261127/us-east-1/s3/aws4_request", doc, "x", users); }) ==
         "InvalidAccessKeyId");
 }
+
+TEST_CASE("post object: routing, path-style and virtual-hosted", "[gateway][post]") {
+  const std::vector<std::string> domains = {"s3.example.test"};
+  const auto route_of = [&](const std::string& target, const std::string& host) {
+    return route(parse_request("POST", target, {{"host", host}}, domains));
+  };
+  CHECK(route_of("/bucket", "s3.example.test") == Operation::kPostObject);
+  CHECK(route_of("/", "bucket.s3.example.test") == Operation::kPostObject);
+  CHECK(route_of("/bucket?delete", "s3.example.test") == Operation::kDeleteObjects);
+  CHECK(takes_body(Operation::kPostObject));
+  CHECK(operation_name(Operation::kPostObject) == "PostObject");
+}
