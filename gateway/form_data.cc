@@ -10,7 +10,7 @@ namespace {
 constexpr size_t kMaxBoundary = 70;        // RFC 2046
 constexpr size_t kMaxPartHeaders = 16384;  // a part's header block; browsers send a few hundred bytes
 
-[[noreturn]] void malformed(const std::string& why) {
+[[noreturn]] void not_form_data(const std::string& why) {
   throw S3Error("MalformedPOSTRequest",
                 "The body of your POST request is not well-formed multipart/form-data: " + why);
 }
@@ -38,7 +38,7 @@ std::optional<std::string> parameter(std::string_view header, std::string_view n
         if (rest[end] == '\\' && end + 1 < rest.size()) ++end;
         value += rest[end++];
       }
-      if (end == rest.size()) malformed("an unterminated quoted parameter");
+      if (end == rest.size()) not_form_data("an unterminated quoted parameter");
       ++end;
     } else {
       end = std::min(rest.find(';'), rest.size());
@@ -60,7 +60,7 @@ std::string form_boundary(std::string_view content_type) {
   }
   const auto boundary = parameter(content_type, "boundary");
   if (!boundary || boundary->empty() || boundary->size() > kMaxBoundary) {
-    malformed("the Content-Type names no boundary of 1 to 70 characters");
+    not_form_data("the Content-Type names no boundary of 1 to 70 characters");
   }
   return *boundary;
 }
@@ -104,10 +104,10 @@ bool FormDataReader::step() {
       }
       const size_t crlf = pending_.find("\r\n");
       if (crlf == std::string::npos) {
-        if (pending_.size() > kMaxBoundary) malformed("a delimiter line that does not end");
+        if (pending_.size() > kMaxBoundary) not_form_data("a delimiter line that does not end");
         return false;
       }
-      if (!trim_blanks(std::string_view(pending_).substr(0, crlf)).empty()) malformed("text after a delimiter");
+      if (!trim_blanks(std::string_view(pending_).substr(0, crlf)).empty()) not_form_data("text after a delimiter");
       pending_.erase(0, crlf + 2);
       state_ = State::kHeaders;
       return true;
@@ -116,7 +116,7 @@ bool FormDataReader::step() {
       // A part without headers starts with the blank line at once.
       const size_t end = pending_.starts_with("\r\n") ? 0 : pending_.find("\r\n\r\n");
       if (end == std::string::npos) {
-        if (pending_.size() > kMaxPartHeaders) malformed("a part's headers exceed 16 KiB");
+        if (pending_.size() > kMaxPartHeaders) not_form_data("a part's headers exceed 16 KiB");
         return false;
       }
       const std::string block = pending_.substr(0, end);
@@ -171,12 +171,12 @@ void FormDataReader::part_headers(std::string_view block) {
     const std::string_view line = block.substr(0, end);
     block = end == block.size() ? std::string_view() : block.substr(end + 2);
     const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) malformed("a part header without ':'");
+    if (colon == std::string_view::npos) not_form_data("a part header without ':'");
     const std::string header = ascii_lower(trim_blanks(line.substr(0, colon)));
     const std::string_view value = trim_blanks(line.substr(colon + 1));
     if (header == "content-disposition") {
       if (ascii_lower(trim_blanks(value.substr(0, value.find(';')))) != "form-data") {
-        malformed("a part that is not form-data");
+        not_form_data("a part that is not form-data");
       }
       name = parameter(value, "name");
       filename = parameter(value, "filename");
@@ -184,7 +184,7 @@ void FormDataReader::part_headers(std::string_view block) {
       content_type = std::string(value);
     }
   }
-  if (!name) malformed("a part without a Content-Disposition name");
+  if (!name) not_form_data("a part without a Content-Disposition name");
   field_name_ = ascii_lower(*name);
   if (field_name_ != "file") {
     state_ = State::kField;
@@ -200,7 +200,7 @@ void FormDataReader::finish() {
   if (!file_seen_ && (state_ == State::kPreamble || state_ == State::kAfterDelimiter)) {
     throw S3Error("IncorrectNumberOfFilesInPostRequest", "POST requires exactly one file upload per request.");
   }
-  malformed(state_ == State::kFile ? "the body ended inside the file" : "the body ended inside a part");
+  not_form_data(state_ == State::kFile ? "the body ended inside the file" : "the body ended inside a part");
 }
 
 }  // namespace keel::gateway

@@ -15,8 +15,8 @@
 
 namespace keel::gateway {
 
-// The part named "file" (any case): its name as sent, its filename parameter
-// and its own Content-Type (which S3 does not store).
+// The part named "file" (any case): its filename parameter and its own
+// Content-Type (which S3 does not store: the Content-Type field is the object's).
 struct FormFile {
   std::string filename;
   std::string content_type;
