@@ -3,7 +3,7 @@ and a dedupe `keel gateway`, with requests as the browser: what the POST
 Object cases of an S3 conformance suite assert (status and error codes, the
 policy's conditions and expiry, content-length-range, success_action_status
 and success_action_redirect, the acl, metadata and tagging fields,
-${filename}, Version 4 and Version 2 signatures)."""
+${filename}, SSE-C fields, Version 4 and Version 2 signatures)."""
 import base64
 import datetime
 import hashlib
@@ -195,6 +195,22 @@ class PostObjectTest(unittest.TestCase):
         self.assertEqual(r.status_code, 303, r.text)
         etag = self.s3.head_object(Bucket=bucket, Key="foo.txt")["ETag"].strip('"')
         self.assertEqual(r.headers["Location"], f"{target}&bucket={bucket}&key=foo.txt&etag=%22{etag}%22")
+
+
+    def test_sse_c_fields_encrypt_the_upload(self):
+        bucket = self.new_bucket(ACL="public-read-write")
+        key = hashlib.sha256(b"post form key").digest()
+        sse = [("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+               ("x-amz-server-side-encryption-customer-key", base64.b64encode(key).decode()),
+               ("x-amz-server-side-encryption-customer-key-md5", base64.b64encode(hashlib.md5(key).digest()).decode())]
+        r = self.post(bucket, [("key", "secret.txt")] + sse)
+        self.assertEqual(r.status_code, 204, r.text)
+        self.assertEqual(r.headers["x-amz-server-side-encryption-customer-algorithm"], "AES256")
+        with self.assertRaises(Exception) as refused:
+            self.s3.get_object(Bucket=bucket, Key="secret.txt")
+        self.assertEqual(refused.exception.response["Error"]["Code"], "InvalidRequest")
+        got = self.s3.get_object(Bucket=bucket, Key="secret.txt", SSECustomerAlgorithm="AES256", SSECustomerKey=key)
+        self.assertEqual(got["Body"].read(), b"bar")
 
 
 class DedupePostObjectTest(PostObjectTest):
