@@ -216,7 +216,7 @@ Operation route(const S3Request& r) {
     if (m == "PUT" && r.has_query("versioning")) return Operation::kPutBucketVersioning;
     if (m == "PUT" && r.has_query("object-lock")) return Operation::kPutObjectLockConfiguration;
     refuse_unsupported_subresources(r);
-    if (m == "POST") return Operation::kPostObject;
+    if (m == "POST" && r.query.empty()) return Operation::kPostObject;  // a browser's form: no query
     if (m == "HEAD") return Operation::kHeadBucket;
     if (m == "PUT") return Operation::kCreateBucket;
     if (m == "DELETE") return Operation::kDeleteBucket;

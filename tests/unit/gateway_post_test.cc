@@ -197,6 +197,7 @@ TEST_CASE("post object: routing, path-style and virtual-hosted", "[gateway][post
   CHECK(route_of("/bucket", "s3.example.test") == Operation::kPostObject);
   CHECK(route_of("/", "bucket.s3.example.test") == Operation::kPostObject);
   CHECK(route_of("/bucket?delete", "s3.example.test") == Operation::kDeleteObjects);
+  CHECK(error_code([&] { route_of("/bucket?uploads", "s3.example.test"); }) == "MethodNotAllowed");
   CHECK(takes_body(Operation::kPostObject));
   CHECK(operation_name(Operation::kPostObject) == "PostObject");
 }
