@@ -1,6 +1,8 @@
 // libFuzzer target: malformed requests through what the gateway parses
 // before it trusts anything: request parsing and routing, SigV4 verification,
-// the aws-chunked decoder (signed and unsigned) and the payload checks.
+// the aws-chunked decoder (signed and unsigned) and the payload checks; a
+// multipart/form-data body through the POST form reader (split where the
+// body's first byte says) and its policy field through the POST policy.
 // Input: an HTTP/1.1-like head ("METHOD target\nname: value\n...\n\n"),
 // then the body. Any S3Error is an expected answer; anything else (a crash,
 // another exception, a sanitizer report) is a finding.
@@ -10,6 +12,8 @@
 #include <string_view>
 
 #include "gateway/aws_chunked.h"
+#include "gateway/form_data.h"
+#include "gateway/post_policy.h"
 #include "gateway/payload_checks.h"
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
@@ -31,6 +35,24 @@ ChunkSigning fixed_signing() {
   s.scope = targets::s3::credential_scope("20231114", "us-east-1");
   s.seed_signature = std::string(64, '0');
   return s;
+}
+
+void exercise_form(const S3Request& request, std::string_view body) {
+  try {
+    FormDataReader reader(
+        form_boundary(request.header("content-type")),
+        [](const NameValues& fields, const FormFile&) {
+          for (const auto& [name, value] : fields) {
+            if (name == "policy") PostPolicy::parse(value).check(fields, kNow);
+          }
+        },
+        [](ByteView) {}, 4096);
+    const size_t split = body.empty() ? 0 : static_cast<uint8_t>(body[0]) % body.size();
+    reader.feed(as_bytes(body.substr(0, split)));
+    reader.feed(as_bytes(body.substr(split)));
+    reader.finish();
+  } catch (const S3Error&) {
+  }
 }
 
 void exercise(std::string_view input) {
@@ -65,6 +87,7 @@ void exercise(std::string_view input) {
     } catch (const S3Error&) {
     }
   }
+  if (request) exercise_form(*request, body);
   for (int mode = 0; mode < 3; ++mode) {
     try {
       std::optional<PayloadChecks> checks;

@@ -216,6 +216,7 @@ Operation route(const S3Request& r) {
     if (m == "PUT" && r.has_query("versioning")) return Operation::kPutBucketVersioning;
     if (m == "PUT" && r.has_query("object-lock")) return Operation::kPutObjectLockConfiguration;
     refuse_unsupported_subresources(r);
+    if (m == "POST" && r.query.empty()) return Operation::kPostObject;  // a browser's form: no query
     if (m == "HEAD") return Operation::kHeadBucket;
     if (m == "PUT") return Operation::kCreateBucket;
     if (m == "DELETE") return Operation::kDeleteBucket;
@@ -257,6 +258,7 @@ bool takes_body(Operation operation) {
     case Operation::kCreateBucket:
     case Operation::kDeleteObjects:
     case Operation::kPutObject:
+    case Operation::kPostObject:
     case Operation::kUploadPart:
     case Operation::kCompleteMultipartUpload:
     case Operation::kPutBucketVersioning:
@@ -280,7 +282,7 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 58> kNames = {
+  static constexpr std::array<std::string_view, 59> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
@@ -293,7 +295,7 @@ std::string_view operation_name(Operation operation) {
       "DeleteBucketOwnershipControls", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock",
       "GetBucketCors", "PutBucketCors", "DeleteBucketCors", "GetBucketEncryption", "PutBucketEncryption",
       "DeleteBucketEncryption", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration",
-      "DeleteBucketLifecycle"};
+      "DeleteBucketLifecycle", "PostObject"};
   return kNames[static_cast<size_t>(operation)];
 }
 

@@ -108,6 +108,7 @@ enum class Operation {
   kGetBucketLifecycle,
   kPutBucketLifecycle,
   kDeleteBucketLifecycle,
+  kPostObject,  // a browser's HTML form upload (POST /bucket)
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

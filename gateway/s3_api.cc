@@ -265,6 +265,7 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kDeleteObjects: return read_body(delete_objects(call));
     case Operation::kListMultipartUploads: return respond(list_uploads(call));
     case Operation::kPutObject: return read_body(put_object(call));
+    case Operation::kPostObject: return read_body(post_object(call));
     case Operation::kCopyObject: return respond(copy_object(call));
     case Operation::kGetObject: return respond(get_object(call, false));
     case Operation::kHeadObject: return respond(get_object(call, true));

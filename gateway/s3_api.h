@@ -226,6 +226,8 @@ class S3Api final : public RequestHandler {
 
   // Objects.
   std::unique_ptr<RequestBody> put_object(const Call& call);
+  // POST Object: a browser's HTML form upload, a PutObject once its fields are read (post_object.cc).
+  std::unique_ptr<RequestBody> post_object(const Call& call);
   Response get_object(const Call& call, bool head);
   Response delete_object(const Call& call);
   Response copy_object(const Call& call);

@@ -120,17 +120,38 @@ std::string sigv2_signature(const std::string& secret, const std::string& to_sig
   return to_base64(ByteView(digest.data(), length));
 }
 
-Authentication authenticate_v2(const S3Request& request, const std::vector<User>& users, std::time_t now) {
-  const V2Claim claim = claim_of(request);
-  const auto user = std::find_if(users.begin(), users.end(),
-                                 [&](const User& u) { return u.access_key == claim.access_key; });
+namespace {
+
+// The user of `access_key`, when they may sign with Version 2.
+const User& v2_user(const std::vector<User>& users, const std::string& access_key) {
+  const auto user = std::find_if(users.begin(), users.end(), [&](const User& u) { return u.access_key == access_key; });
   if (user == users.end()) {
-    throw S3Error("InvalidAccessKeyId", "the access key '" + claim.access_key + "' is not known here");
+    throw S3Error("InvalidAccessKeyId", "the access key '" + access_key + "' is not known here");
   }
   if (!user->signature_v2) {
     throw S3Error("InvalidRequest",
                   "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
   }
+  return *user;
+}
+
+}  // namespace
+
+const User& verify_post_form_v2(const std::string& access_key, const std::string& policy, const std::string& signature,
+                                const std::vector<User>& users) {
+  const User& user = v2_user(users, access_key);
+  if (!constant_time_equal(sigv2_signature(user.secret_key, policy), signature)) {
+    S3Error error("SignatureDoesNotMatch",
+                  "the signature of the POST policy we calculated does not match the signature you provided");
+    error.details = {{"AWSAccessKeyId", access_key}, {"StringToSign", policy}, {"SignatureProvided", signature}};
+    throw error;
+  }
+  return user;
+}
+
+Authentication authenticate_v2(const S3Request& request, const std::vector<User>& users, std::time_t now) {
+  const V2Claim claim = claim_of(request);
+  const User* user = &v2_user(users, claim.access_key);
   check_v2_time(request, claim, now);
   // The Date line: Expires for a URL; with x-amz-date, AWS signs an empty Date
   // but many clients sign the Date header anyway, so either is accepted.
@@ -158,7 +179,7 @@ Authentication authenticate_v2(const S3Request& request, const std::vector<User>
     throw error;
   }
   Authentication auth;
-  auth.user = &*user;
+  auth.user = user;
   const std::string payload_hash = request.header("x-amz-content-sha256");
   if (!payload_hash.empty() && payload_hash != "UNSIGNED-PAYLOAD") {
     auth.payload = PayloadKind::kSignedHash;

@@ -30,6 +30,13 @@ Authentication authenticate_v2(const S3Request& request, const std::vector<User>
 // path-style requests) rather than "/bucket".
 std::string sigv2_string_to_sign(const S3Request& request, const std::string& date, bool bucket_slash = false);
 
+// A browser POST form signed with Version 2: `signature` must be the base64
+// HMAC-SHA1 of the form's base64 `policy` under the secret of `access_key`,
+// a user with signature_v2 (the same InvalidRequest as authenticate_v2 when
+// not). Throws S3Error InvalidAccessKeyId, InvalidRequest, SignatureDoesNotMatch.
+const User& verify_post_form_v2(const std::string& access_key, const std::string& policy, const std::string& signature,
+                                const std::vector<User>& users);
+
 // Base64 HMAC-SHA1 of `to_sign` under `secret`.
 std::string sigv2_signature(const std::string& secret, const std::string& to_sign);
 

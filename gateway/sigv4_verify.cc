@@ -200,6 +200,24 @@ std::time_t parse_amz_date(std::string_view text) {
   return timegm(&tm);
 }
 
+const User& verify_post_form_v4(const std::string& credential, const std::string& policy, const std::string& signature,
+                                const std::vector<User>& users) {
+  const Credential parsed = parse_credential(credential, "InvalidArgument");
+  const auto user = std::find_if(users.begin(), users.end(),
+                                 [&](const User& u) { return u.access_key == parsed.access_key; });
+  if (user == users.end()) {
+    throw S3Error("InvalidAccessKeyId", "the access key '" + parsed.access_key + "' is not known here");
+  }
+  const auto key = sigv4::signing_key(user->secret_key, parsed.date, parsed.region, sigv4::kS3Service);
+  if (!constant_time_equal(sigv4::signature(key, policy), signature)) {
+    S3Error error("SignatureDoesNotMatch",
+                  "the signature of the POST policy we calculated does not match the signature you provided");
+    error.details = {{"AWSAccessKeyId", parsed.access_key}, {"StringToSign", policy}, {"SignatureProvided", signature}};
+    throw error;
+  }
+  return *user;
+}
+
 Authentication authenticate(const S3Request& request, const std::vector<User>& users, std::time_t now) {
   if (signed_with_v2(request)) return authenticate_v2(request, users, now);
   const std::string authorization = request.header("authorization");

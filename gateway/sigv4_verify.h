@@ -56,6 +56,14 @@ inline constexpr std::time_t kMaxClockSkewSeconds = 15 * 60;
 // InvalidArgument (bad x-amz-content-sha256).
 Authentication authenticate(const S3Request& request, const std::vector<User>& users, std::time_t now);
 
+// A browser POST form signed with Version 4: `signature` must be the hex
+// HMAC-SHA256 of the form's base64 `policy` under the signing key of
+// `credential` (x-amz-credential: ACCESSKEY/YYYYMMDD/REGION/s3/aws4_request).
+// Throws S3Error InvalidArgument (a malformed credential), InvalidAccessKeyId,
+// SignatureDoesNotMatch.
+const User& verify_post_form_v4(const std::string& credential, const std::string& policy, const std::string& signature,
+                                const std::vector<User>& users);
+
 // "20130524T000000Z" to seconds since the epoch; -1 if malformed.
 std::time_t parse_amz_date(std::string_view text);
 
