@@ -517,12 +517,12 @@ std::unique_ptr<RequestBody> S3Api::put_bucket_encryption(const Call& call) {
 bool S3Api::encrypted_at_rest(const std::string& bucket) {
   std::lock_guard lock(mutex_);
   const auto it = buckets_.find(bucket);
-  return it != buckets_.end() && it->second->record.mode == bucket_mode_name(BucketMode::kDedupe);
+  return it != buckets_.end() && it->second->encrypted_at_rest();
 }
 
 ObjectEncryption S3Api::write_encryption(const S3Request& request, const Bucket& bucket) {
   // A dedupe bucket's repository keeps SSE-S3's promise already.
-  const bool seals_sse_s3 = keys_.master() && bucket.record.mode != bucket_mode_name(BucketMode::kDedupe);
+  const bool seals_sse_s3 = keys_.master() && !bucket.encrypted_at_rest();
   DefaultEncryption by_default;
   if (seals_sse_s3 || keys_.has_kms()) {  // else no default can change what is written
     std::string configuration;

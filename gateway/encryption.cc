@@ -232,9 +232,10 @@ std::string ObjectEncryption::etag(const std::string& md5_hex) const {
   return keyed && data_key ? customer_key_etag(*data_key, md5_hex) : md5_hex;
 }
 
-void ObjectEncryption::add_headers(Response& response) const {
+void ObjectEncryption::add_headers(Response& response, bool repository_encrypts) const {
   if (customer) add_customer_key_headers(response, *customer);
-  if (stored.kind == Kind::kGatewayKey) response.headers.emplace_back("x-amz-server-side-encryption", kSseS3);
+  const bool sse_s3 = stored.kind == Kind::kGatewayKey || (stored.kind == Kind::kNone && repository_encrypts);
+  if (sse_s3) response.headers.emplace_back("x-amz-server-side-encryption", kSseS3);
   if (stored.kind == Kind::kKmsKey) {
     response.headers.emplace_back("x-amz-server-side-encryption", kSseKms);
     response.headers.emplace_back(kKmsKeyIdHeader, stored.kms_key_id);
@@ -315,22 +316,6 @@ S3Error unencrypted_bucket(const std::string& bucket, const std::string& asked) 
   return S3Error("InvalidArgument", "the bucket '" + bucket + "' is a raw bucket, whose objects are stored "
                                     "unencrypted; " + asked + " needs a dedupe bucket, or an "
                                     "sse_master_key in the gateway's configuration");
-}
-
-bool reports_encryption(Operation operation) {
-  switch (operation) {
-    case Operation::kPutObject:
-    case Operation::kCopyObject:
-    case Operation::kGetObject:
-    case Operation::kHeadObject:
-    case Operation::kCreateMultipartUpload:
-    case Operation::kUploadPart:
-    case Operation::kUploadPartCopy:
-    case Operation::kCompleteMultipartUpload:
-      return true;
-    default:
-      return false;
-  }
 }
 
 std::string encryption_configuration(const std::string& xml, const GatewayKeys& keys) {

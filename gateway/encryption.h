@@ -90,8 +90,10 @@ struct ObjectEncryption {
   // The ETag of bytes whose MD5 is `md5_hex` written under this encryption.
   std::string etag(const std::string& md5_hex) const;
   // The customer key headers, or x-amz-server-side-encryption (and, for
-  // SSE-KMS, -aws-kms-key-id) for SSE-S3 and SSE-KMS.
-  void add_headers(Response& response) const;
+  // SSE-KMS, -aws-kms-key-id) for SSE-S3 and SSE-KMS. `repository_encrypts`:
+  // a dedupe bucket's object, which SSE-S3 covers when nothing else does (as S3
+  // since default encryption, AES256 is reported on every such object).
+  void add_headers(Response& response, bool repository_encrypts) const;
 };
 
 // What a bucket's default encryption (PutBucketEncryption) asks of a write
@@ -123,10 +125,6 @@ ObjectEncryption encryption_for_read(const S3Request& request, ByteView stored, 
 // repeat the upload's SSE-S3 or SSE-KMS headers (the upload's key applies, as
 // on RGW: S3 conformance suites send them).
 void check_encryption_headers(const S3Request& request, Operation operation, bool honours_sse_s3, bool has_kms);
-
-// Operations whose successful response names the object's encryption
-// (x-amz-server-side-encryption) when it is encrypted at rest.
-bool reports_encryption(Operation operation);
 
 // The refusal of SSE-S3 (`asked`: what the request asked for) on a raw bucket.
 S3Error unencrypted_bucket(const std::string& bucket, const std::string& asked);

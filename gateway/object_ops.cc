@@ -191,7 +191,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         add_version_header(r, versioned, object.version_id);
         add_checksum_header(r, checks);
         add_expiration_header(r, *bucket, object);
-        encryption.add_headers(r);
+        encryption.add_headers(r, bucket->encrypted_at_rest());
         return r;
       });
 }
@@ -280,7 +280,7 @@ Response S3Api::get_object(const Call& call, bool head) {
   apply_response_overrides(r, call.request);
   add_version_header(r, versioned, object->version_id);
   if (object->latest) add_expiration_header(r, *bucket, *object);
-  encryption.add_headers(r);
+  encryption.add_headers(r, bucket->encrypted_at_rest());
   return r;
 }
 
@@ -387,7 +387,7 @@ Response S3Api::copy_object(const Call& call) {
   add_version_header(r, versioned, copy.version_id);
   add_expiration_header(r, *to, copy);
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
-  encryption.add_headers(r);
+  encryption.add_headers(r, to->encrypted_at_rest());
   return r;
 }
 

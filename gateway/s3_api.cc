@@ -222,8 +222,7 @@ Exchange S3Api::begin(RequestHead head) {
         (operation == Operation::kListBuckets || operation == Operation::kCreateBucket)) {
       throw S3Error("AccessDenied", "anonymous requests cannot list or create buckets; sign the request");
     }
-    const bool encrypted = encrypted_at_rest(request.bucket);
-    check_encryption_headers(request, operation, encrypted || keys_.master(), keys_.has_kms());
+    check_encryption_headers(request, operation, encrypted_at_rest(request.bucket) || keys_.master(), keys_.has_kms());
     const std::optional<Acl> acl = requested_acl(call, operation);
     const bool over_rdma = request.has_header(targets::rdma::kTokenHeader) && carries_rdma_payload(operation);
     if (over_rdma && !rdma_) {
@@ -234,13 +233,6 @@ Exchange S3Api::begin(RequestHead head) {
     if (acl) exchange = apply_acl_after(std::move(exchange), call, operation, *acl);
     exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
-    // SSE-C requests report their customer key instead, SSE-KMS objects their key (encryption.h).
-    const auto& headers = exchange.response.headers;
-    if (encrypted && reports_encryption(operation) && exchange.response.status < 300 &&
-        !request.has_header("x-amz-server-side-encryption-customer-algorithm") &&
-        std::none_of(headers.begin(), headers.end(), [](const auto& h) { return h.first == "x-amz-server-side-encryption"; })) {
-      exchange.response.headers.emplace_back("x-amz-server-side-encryption", "AES256");
-    }
     exchange.response.headers.insert(exchange.response.headers.end(), cors.begin(), cors.end());
     if (over_rdma) exchange = rdma_->attach(request, auth, operation, std::move(exchange), head.request_id);
     return exchange;

@@ -81,6 +81,8 @@ class S3Api final : public RequestHandler {
     bool owner_only_unversioned_delete = false;  // the configuration's delete_unversioned = owner
     std::shared_ptr<const BucketAccessRules> rules = std::make_shared<const BucketAccessRules>();  // guarded by mutex_
     std::shared_ptr<const LifecycleConfiguration> lifecycle;  // guarded by mutex_; null: none
+    // A dedupe bucket: its repository encrypts every object (what SSE-S3 promises).
+    bool encrypted_at_rest() const { return record.mode == bucket_mode_name(BucketMode::kDedupe); }
   };
   struct Call {
     const S3Request& request;

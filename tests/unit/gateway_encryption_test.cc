@@ -256,8 +256,14 @@ TEST_CASE("SSE-S3: the master key file, per-object data keys wrapped by it", "[g
   CHECK(error_code([&] { encryption_for_read(with_headers(customer_headers(Bytes(32, 1))), record, false, keys); }) ==
         "InvalidRequest");
   Response r;
-  written.add_headers(r);
+  written.add_headers(r, false);
   CHECK(r.headers == NameValues{{"x-amz-server-side-encryption", "AES256"}});
+  // A dedupe bucket's object is SSE-S3's by its repository; a raw bucket's plain one is nobody's.
+  Response dedupe, raw;
+  encryption_for_write(plain, keys, false, {}).add_headers(dedupe, true);
+  encryption_for_write(plain, keys, false, {}).add_headers(raw, false);
+  CHECK(dedupe.headers == r.headers);
+  CHECK(raw.headers.empty());
 }
 
 TEST_CASE("SSE-KMS: data keys wrapped by the named key of the key ring", "[gateway][encryption]") {
@@ -281,7 +287,7 @@ TEST_CASE("SSE-KMS: data keys wrapped by the named key of the key ring", "[gatew
   // The ETag is keyed, as SSE-C's: AWS's SSE-KMS ETags are not the plaintext's MD5 either.
   CHECK(one.etag("abc") != "abc");
   Response r;
-  one.add_headers(r);
+  one.add_headers(r, true);  // aws:kms alone, also in a dedupe bucket
   CHECK(r.headers == NameValues{{"x-amz-server-side-encryption", "aws:kms"},
                                 {"x-amz-server-side-encryption-aws-kms-key-id", "testkey-1"}});
 
