@@ -73,7 +73,7 @@ StoredEncryption encrypt_with_customer_key(const CustomerKey& key);
 std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std::optional<CustomerKey>& key,
                                        const std::string& wrong_key_code = "AccessDenied");
 
-// The ETag of an SSE-C object or part: not the MD5 of its plaintext (which would
+// The ETag of an SSE-C or SSE-KMS object or part: not the MD5 of its plaintext (which would
 // let whoever sees it confirm a guess of the content), but a keyed digest of it.
 std::string customer_key_etag(const engine::Key256& data_key, const std::string& md5_hex);
 
