@@ -504,8 +504,9 @@ Response S3Api::get_bucket_encryption(const Call& call) {
 std::unique_ptr<RequestBody> S3Api::put_bucket_encryption(const Call& call) {
   const auto bucket = bucket_for(call, Access::kOwner);
   return small_body(call, [this, bucket](const std::string& body) {
-    const std::string configuration = encryption_configuration(body);
-    if (!encrypted_at_rest(bucket->record.name) && !master_key_) {
+    const std::string configuration = encryption_configuration(body, keys_);
+    if (default_encryption(configuration).algorithm == "AES256" && !encrypted_at_rest(bucket->record.name) &&
+        !keys_.master()) {
       throw unencrypted_bucket(bucket->record.name, "default encryption");
     }
     store_access_setting(*bucket, "encryption", configuration);
@@ -516,20 +517,22 @@ std::unique_ptr<RequestBody> S3Api::put_bucket_encryption(const Call& call) {
 bool S3Api::encrypted_at_rest(const std::string& bucket) {
   std::lock_guard lock(mutex_);
   const auto it = buckets_.find(bucket);
-  return it != buckets_.end() && it->second->record.mode == bucket_mode_name(BucketMode::kDedupe);
+  return it != buckets_.end() && it->second->encrypted_at_rest();
 }
 
 ObjectEncryption S3Api::write_encryption(const S3Request& request, const Bucket& bucket) {
   // A dedupe bucket's repository keeps SSE-S3's promise already.
-  if (!master_key_ || bucket.record.mode == bucket_mode_name(BucketMode::kDedupe)) {
-    return encryption_for_write(request, nullptr, false);
+  const bool seals_sse_s3 = keys_.master() && !bucket.encrypted_at_rest();
+  DefaultEncryption by_default;
+  if (seals_sse_s3 || keys_.has_kms()) {  // else no default can change what is written
+    std::string configuration;
+    {
+      std::lock_guard lock(mutex_);
+      configuration = access_store_.setting(bucket.record.name, "encryption");
+    }
+    by_default = default_encryption(configuration);
   }
-  bool by_default;
-  {
-    std::lock_guard lock(mutex_);
-    by_default = !access_store_.setting(bucket.record.name, "encryption").empty();
-  }
-  return encryption_for_write(request, master_key(), by_default);
+  return encryption_for_write(request, keys_, seals_sse_s3, by_default);
 }
 
 std::shared_ptr<const BucketAccessRules> S3Api::rules_of(const std::string& bucket) {

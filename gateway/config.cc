@@ -134,6 +134,30 @@ void parse_server(const Section& s, GatewayConfig& config) {
   if (auto n = s.number("lifecycle_debug_day", 1, 86400)) config.lifecycle_day = std::chrono::seconds(*n);
 }
 
+// [kms]: every key but default_key is a key id naming its key's file.
+void parse_kms(const pt::ptree& section, const std::string& where, GatewayConfig& config) {
+  const auto fail = [&](const std::string& key, const std::string& problem) {
+    throw Error(ErrorKind::kUsage, where + " key '" + key + "': " + problem);
+  };
+  for (const auto& [key, value] : section) {
+    if (!value.empty()) fail(key, "nested sections are not supported");
+    if (key == "default_key") {
+      config.kms_default_key = value.data();
+      continue;
+    }
+    // The id travels back in x-amz-server-side-encryption-aws-kms-key-id: header-safe characters only.
+    if (key.size() > 256 || key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                   "0123456789-_.:/") != std::string::npos) {
+      fail(key, "a key id is at most 256 letters, digits and - _ . : /");
+    }
+    if (value.data().empty()) fail(key, "needs the file of the key");
+    config.kms_keys.emplace(key, value.data());  // the INI reader refuses a repeated key
+  }
+  if (!config.kms_default_key.empty() && !config.kms_keys.contains(config.kms_default_key)) {
+    fail("default_key", "'" + config.kms_default_key + "' is not a key id of this section");
+  }
+}
+
 }  // namespace
 
 std::string bucket_mode_name(BucketMode mode) { return mode == BucketMode::kDedupe ? "dedupe" : "raw"; }
@@ -187,6 +211,8 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
                             "body_rate_window", "lifecycle_interval", "lifecycle_debug_day"}),
                    config);
       have_server = true;
+    } else if (section_name == "kms") {
+      parse_kms(section, where, config);
     } else if (section_name == "dedupe") {
       config.api_bucket_repository =
           parse_repository(Section(section, where, std::set<std::string>(kRepositoryKeys.begin(), kRepositoryKeys.end())));
@@ -232,7 +258,7 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       }
       config.buckets.push_back(std::move(bucket));
     } else {
-      throw Error(ErrorKind::kUsage, where + ": unknown section (expected server, dedupe, user:NAME or bucket:NAME)");
+      throw Error(ErrorKind::kUsage, where + ": unknown section (expected server, dedupe, kms, user:NAME or bucket:NAME)");
     }
   }
   if (!have_server) throw Error(ErrorKind::kUsage, "gateway configuration " + origin + ": no [server] section");

@@ -78,8 +78,13 @@ struct GatewayConfig {
   std::vector<std::string> domains;
   std::string state_dir;    // the metadata database lives here
   std::string bucket_root;  // buckets created through the API (raw mode); default <state_dir>/buckets
-  // SSE-S3 in raw buckets: the master key's file (encryption.h's load_master_key); empty: raw buckets refuse AES256.
+  // SSE-S3 in raw buckets: the master key's file (gateway_keys.h's load_key_file); empty: raw buckets refuse AES256.
   std::string sse_master_key;
+  // [kms]: SSE-KMS's local key ring, key id -> the file of its 32-byte key
+  // (gateway_keys.h), and the id aws:kms gets when a request and its bucket
+  // name none (default_key; empty: such a request is refused).
+  std::map<std::string, std::string> kms_keys;
+  std::string kms_default_key;
   // [dedupe]: when set, buckets created through the API are dedupe buckets in this repository.
   std::optional<engine::RepositoryAccess> api_bucket_repository;
   unsigned threads = 4;

@@ -1,12 +1,6 @@
 #include "gateway/encryption.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
@@ -14,7 +8,6 @@
 #include "util/codec.h"
 #include "util/digest.h"
 #include "util/error.h"
-#include "util/fd.h"
 #include "util/xml.h"
 
 namespace keel::gateway {
@@ -22,6 +15,8 @@ namespace keel::gateway {
 namespace {
 
 constexpr const char* kSseS3 = "AES256";
+constexpr const char* kSseKms = "aws:kms";
+constexpr const char* kKmsKeyIdHeader = "x-amz-server-side-encryption-aws-kms-key-id";
 
 bool writes_object(Operation operation) {
   return operation == Operation::kPutObject || operation == Operation::kCopyObject ||
@@ -34,6 +29,7 @@ constexpr std::string_view kDataKeyLabel = "keel gateway sse-c data key";
 constexpr std::string_view kKeyCheckLabel = "keel gateway sse-c key check";
 constexpr std::string_view kEtagLabel = "keel gateway sse-c etag";
 constexpr std::string_view kWrappedKeyLabel = "keel gateway sse-s3 data key";
+constexpr std::string_view kKmsWrappedKeyLabel = "keel gateway sse-kms data key ";
 
 engine::Key256 as_key(const Id& id) {
   engine::Key256 key;
@@ -52,6 +48,23 @@ Bytes key_check(const engine::Key256& key, ByteView salt) {
   return Bytes(check.bytes.begin(), check.bytes.end());
 }
 
+// The associated data a data key is sealed with: SSE-S3's label, or SSE-KMS's
+// and the key id, so that a record cannot be made to name another key.
+Bytes wrapping_label(const StoredEncryption& stored) {
+  if (stored.kind == Kind::kKmsKey) return labelled(kKmsWrappedKeyLabel, as_bytes(stored.kms_key_id));
+  return Bytes(kWrappedKeyLabel.begin(), kWrappedKeyLabel.end());
+}
+
+// A fresh random data key for `out` (kind and key id set), wrapped by `wrapping`.
+void wrap_new_data_key(ObjectEncryption& out, const engine::Key256& wrapping) {
+  out.data_key = engine::random_key();
+  out.stored.wrapped_key = engine::seal(wrapping, *out.data_key, wrapping_label(out.stored));
+}
+
+S3Error kms_key_not_found(const std::string& id) {
+  return S3Error("KMS.NotFoundException", "Invalid keyId '" + id + "': the gateway's key ring ([kms]) has no such key");
+}
+
 bool is_loopback(const std::string& address) {
   return address.starts_with("127.") || address == "::1" || address.starts_with("::ffff:127.");
 }
@@ -67,6 +80,7 @@ Bytes encode_encryption(const StoredEncryption& encryption) {
     e.bytes(encryption.key_check);
   } else {
     e.bytes(encryption.wrapped_key);
+    if (encryption.kind == Kind::kKmsKey) e.bytes(as_bytes(encryption.kms_key_id));
   }
   return e.take();
 }
@@ -84,9 +98,13 @@ StoredEncryption decode_encryption(ByteView data) {
     out.kind = Kind::kCustomerKey;
     out.salt = field();
     out.key_check = field();
-  } else if (kind == static_cast<uint8_t>(Kind::kGatewayKey)) {
-    out.kind = Kind::kGatewayKey;
+  } else if (kind == static_cast<uint8_t>(Kind::kGatewayKey) || kind == static_cast<uint8_t>(Kind::kKmsKey)) {
+    out.kind = static_cast<Kind>(kind);
     out.wrapped_key = field();
+    if (out.kind == Kind::kKmsKey) {
+      const Bytes id = field();
+      out.kms_key_id.assign(id.begin(), id.end());
+    }
   } else {
     d.fail("unknown kind " + std::to_string(kind));
   }
@@ -178,108 +196,120 @@ void add_customer_key_headers(Response& response, const CustomerKey& key) {
   response.headers.emplace_back("x-amz-server-side-encryption-customer-key-md5", key.key_md5);
 }
 
-void check_encryption_headers(const S3Request& request, Operation operation, bool honours_sse_s3) {
+void check_encryption_headers(const S3Request& request, Operation operation, bool honours_sse_s3, bool has_kms) {
   const bool reads = operation == Operation::kGetObject || operation == Operation::kHeadObject;
   const bool parts = operation == Operation::kUploadPart || operation == Operation::kUploadPartCopy;
   if (!reads && !parts && !writes_object(operation)) return;
   const std::string sse = request.header("x-amz-server-side-encryption");
-  const bool kms_key = request.has_header("x-amz-server-side-encryption-aws-kms-key-id");
+  const bool kms_key = request.has_header(kKmsKeyIdHeader);
   if (sse.empty() && !kms_key) return;
   if (request.has_header("x-amz-server-side-encryption-customer-algorithm")) {
     throw S3Error("InvalidArgument", "Server Side Encryption with Customer provided key is incompatible with the "
                                      "encryption method specified");
   }
-  if (!writes_object(operation)) {
+  if (reads) {
     // As S3: an object's encryption is chosen when it is written, not asked for on reads.
     throw S3Error("InvalidArgument", "x-amz-server-side-encryption is only valid when an object is written");
   }
-  if (kms_key && sse != "aws:kms") {
+  if (kms_key && sse != kSseKms) {
     throw S3Error("InvalidArgument", "Server Side Encryption with AWS KMS managed key requires HTTP header "
                                      "x-amz-server-side-encryption : aws:kms");
   }
-  if (sse != kSseS3) {
-    throw S3Error("InvalidArgument", "x-amz-server-side-encryption '" + sse +
-                                         "' is not supported: the gateway has no KMS; AES256 (SSE-S3) is");
+  if (sse != kSseS3 && sse != kSseKms) {
+    throw S3Error("InvalidArgument", "x-amz-server-side-encryption '" + sse + "' is not valid: AES256 or aws:kms");
   }
-  if (!honours_sse_s3) throw unencrypted_bucket(request.bucket, "x-amz-server-side-encryption: AES256");
+  if (parts) return;  // the upload's encryption applies to its parts
+  if (sse == kSseKms && !has_kms) {
+    throw S3Error("InvalidArgument", "aws:kms: the gateway has no KMS key ring ([kms] in its configuration)");
+  }
+  if (sse == kSseS3 && !honours_sse_s3) throw unencrypted_bucket(request.bucket, "x-amz-server-side-encryption: AES256");
 }
 
 std::string ObjectEncryption::etag(const std::string& md5_hex) const {
   // SSE-S3 ETags stay the MD5, as on AWS: whoever reads the listing may read the object.
-  return customer && data_key ? customer_key_etag(*data_key, md5_hex) : md5_hex;
+  // SSE-C's and SSE-KMS's are not the MD5 of the plaintext on AWS either.
+  const bool keyed = customer || stored.kind == Kind::kKmsKey;
+  return keyed && data_key ? customer_key_etag(*data_key, md5_hex) : md5_hex;
 }
 
-void ObjectEncryption::add_headers(Response& response) const {
+void ObjectEncryption::add_headers(Response& response, bool repository_encrypts) const {
   if (customer) add_customer_key_headers(response, *customer);
-  if (stored.kind == Kind::kGatewayKey) response.headers.emplace_back("x-amz-server-side-encryption", kSseS3);
+  const bool sse_s3 = stored.kind == Kind::kGatewayKey || (stored.kind == Kind::kNone && repository_encrypts);
+  if (sse_s3) response.headers.emplace_back("x-amz-server-side-encryption", kSseS3);
+  if (stored.kind == Kind::kKmsKey) {
+    response.headers.emplace_back("x-amz-server-side-encryption", kSseKms);
+    response.headers.emplace_back(kKmsKeyIdHeader, stored.kms_key_id);
+  }
 }
 
-ObjectEncryption encryption_for_write(const S3Request& request, const engine::Key256* master_key, bool sse_by_default) {
+DefaultEncryption default_encryption(const std::string& configuration) {
+  DefaultEncryption out;
+  if (configuration.empty()) return out;
+  const auto tree = read_xml_body(configuration);
+  const std::string rule = "ServerSideEncryptionConfiguration.Rule.ApplyServerSideEncryptionByDefault.";
+  out.algorithm = xml_value(tree, rule + "SSEAlgorithm");
+  out.kms_key_id = xml_value(tree, rule + "KMSMasterKeyID");
+  return out;
+}
+
+ObjectEncryption encryption_for_write(const S3Request& request, const GatewayKeys& keys, bool seals_sse_s3,
+                                      const DefaultEncryption& bucket_default) {
   ObjectEncryption out;
   out.customer = customer_key(request, false);
   if (out.customer) {
     out.stored = encrypt_with_customer_key(*out.customer);
     out.data_key = data_key(out.stored, out.customer);
-  } else if (master_key && (sse_by_default || request.header("x-amz-server-side-encryption") == kSseS3)) {
-    out.data_key = engine::random_key();
+    return out;
+  }
+  const std::string asked = request.header("x-amz-server-side-encryption");
+  const std::string algorithm = asked.empty() ? bucket_default.algorithm : asked;
+  if (algorithm == kSseKms) {
+    // The request's key id, else its bucket's (when that default is aws:kms too), else the gateway's.
+    std::string id = request.header(kKmsKeyIdHeader);
+    if (id.empty() && bucket_default.algorithm == kSseKms) id = bucket_default.kms_key_id;
+    if (id.empty()) id = keys.default_kms_key();
+    if (id.empty()) {
+      throw S3Error("InvalidArgument", "Server Side Encryption with KMS managed key requires HTTP header "
+                                       "x-amz-server-side-encryption-aws-kms-key-id (the gateway has no default_key)");
+    }
+    const engine::Key256* key = keys.kms_key(id);
+    if (!key) throw kms_key_not_found(id);
+    out.stored.kind = Kind::kKmsKey;
+    out.stored.kms_key_id = id;
+    wrap_new_data_key(out, *key);
+  } else if (algorithm == kSseS3 && seals_sse_s3 && keys.master()) {
     out.stored.kind = Kind::kGatewayKey;
-    out.stored.wrapped_key = engine::seal(*master_key, *out.data_key, as_bytes(kWrappedKeyLabel));
+    wrap_new_data_key(out, *keys.master());
   }
   return out;
 }
 
 ObjectEncryption encryption_for_read(const S3Request& request, ByteView stored, bool copy_source,
-                                     const engine::Key256* master_key, const std::string& wrong_key_code) {
+                                     const GatewayKeys& keys, const std::string& wrong_key_code) {
   ObjectEncryption out;
   out.customer = customer_key(request, copy_source);
   out.stored = decode_encryption(stored);
-  if (out.stored.kind != Kind::kGatewayKey) {
+  if (out.stored.kind != Kind::kGatewayKey && out.stored.kind != Kind::kKmsKey) {
     out.data_key = data_key(out.stored, out.customer, wrong_key_code);
     return out;
   }
   if (out.customer) throw S3Error("InvalidRequest", "The encryption parameters are not applicable to this object.");
-  if (!master_key) {
-    throw Error(ErrorKind::kUsage, "gateway: an object is encrypted with the gateway's master key (SSE-S3), and the "
-                                   "configuration names no sse_master_key");
+  const bool kms = out.stored.kind == Kind::kKmsKey;
+  const engine::Key256* wrapping = kms ? keys.kms_key(out.stored.kms_key_id) : keys.master();
+  if (!wrapping) {
+    throw Error(ErrorKind::kUsage, kms ? "gateway: an object is encrypted with the key ring's key '" +
+                                             out.stored.kms_key_id + "' (SSE-KMS), which [kms] no longer names"
+                                       : "gateway: an object is encrypted with the gateway's master key (SSE-S3), "
+                                         "and the configuration names no sse_master_key");
   }
-  const Bytes key = engine::open_sealed(*master_key, out.stored.wrapped_key, as_bytes(kWrappedKeyLabel),
-                                        "an SSE-S3 object's data key (is sse_master_key the key it was written with?)");
+  const Bytes key = engine::open_sealed(*wrapping, out.stored.wrapped_key, wrapping_label(out.stored),
+                                        kms ? "an SSE-KMS object's data key (is the key file of '" +
+                                                  out.stored.kms_key_id + "' the one it was written with?)"
+                                            : "an SSE-S3 object's data key (is sse_master_key the key it was "
+                                              "written with?)");
   out.data_key.emplace();
   std::copy(key.begin(), key.end(), out.data_key->begin());
   return out;
-}
-
-engine::Key256 load_master_key(const std::string& path) {
-  engine::Key256 key;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd && errno == ENOENT) {
-    // First start: a new key, written whole and durable before it seals anything.
-    key = engine::random_key();
-    const std::string tmp = path + ".tmp";
-    {
-      UniqueFd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-      if (!out || ::write(out.get(), key.data(), key.size()) != static_cast<ssize_t>(key.size()) ||
-          ::fsync(out.get()) != 0) {
-        throw Error(ErrorKind::kUsage, "sse_master_key " + tmp + ": cannot write: " + std::strerror(errno));
-      }
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw Error(ErrorKind::kUsage, "sse_master_key " + path + ": cannot create: " + std::strerror(errno));
-    }
-    return key;
-  }
-  if (!fd) throw Error(ErrorKind::kUsage, "sse_master_key " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || st.st_size != static_cast<off_t>(key.size())) {
-    throw Error(ErrorKind::kUsage, "sse_master_key " + path + " must hold exactly 32 bytes");
-  }
-  if ((st.st_mode & 077) != 0) {
-    throw Error(ErrorKind::kUsage, "sse_master_key " + path + " may be read by others; chmod 600 it");
-  }
-  if (::read(fd.get(), key.data(), key.size()) != static_cast<ssize_t>(key.size())) {
-    throw Error(ErrorKind::kUsage, "sse_master_key " + path + ": cannot read: " + std::strerror(errno));
-  }
-  return key;
 }
 
 S3Error unencrypted_bucket(const std::string& bucket, const std::string& asked) {
@@ -288,42 +318,41 @@ S3Error unencrypted_bucket(const std::string& bucket, const std::string& asked) 
                                     "sse_master_key in the gateway's configuration");
 }
 
-bool reports_encryption(Operation operation) {
-  switch (operation) {
-    case Operation::kPutObject:
-    case Operation::kCopyObject:
-    case Operation::kGetObject:
-    case Operation::kHeadObject:
-    case Operation::kCreateMultipartUpload:
-    case Operation::kUploadPart:
-    case Operation::kUploadPartCopy:
-    case Operation::kCompleteMultipartUpload:
-      return true;
-    default:
-      return false;
-  }
-}
-
-std::string encryption_configuration(const std::string& xml) {
+std::string encryption_configuration(const std::string& xml, const GatewayKeys& keys) {
   const auto tree = read_xml_body(xml);
   const auto root = tree.get_child_optional("ServerSideEncryptionConfiguration");
   if (!root) throw S3Error("MalformedXML", "the body is not a <ServerSideEncryptionConfiguration> document");
   size_t rules = 0;
+  std::string algorithm, kms_key_id;
   for (const auto& [name, rule] : *root) {
     if (name != "Rule") continue;
     ++rules;
-    const std::string algorithm = xml_value(rule, "ApplyServerSideEncryptionByDefault.SSEAlgorithm");
-    if (algorithm != kSseS3) {
-      throw S3Error("InvalidArgument", "SSEAlgorithm '" + algorithm +
-                                           "' is not supported: the gateway has no KMS; AES256 (SSE-S3) is");
-    }
+    algorithm = xml_value(rule, "ApplyServerSideEncryptionByDefault.SSEAlgorithm");
+    kms_key_id = xml_value(rule, "ApplyServerSideEncryptionByDefault.KMSMasterKeyID");
   }
   if (rules != 1) throw S3Error("MalformedXML", "a ServerSideEncryptionConfiguration holds one Rule");
+  if (algorithm != kSseS3 && algorithm != kSseKms) {
+    throw S3Error("InvalidArgument", "SSEAlgorithm '" + algorithm + "' is not valid: AES256 or aws:kms");
+  }
+  if (algorithm == kSseS3 && !kms_key_id.empty()) {
+    throw S3Error("InvalidArgument", "KMSMasterKeyID is only valid with SSEAlgorithm aws:kms");
+  }
+  if (algorithm == kSseKms) {
+    if (!keys.has_kms()) {
+      throw S3Error("InvalidArgument", "aws:kms: the gateway has no KMS key ring ([kms] in its configuration)");
+    }
+    // Checked now rather than at each write: a default that cannot encrypt would refuse every PUT.
+    if (kms_key_id.empty() && keys.default_kms_key().empty()) {
+      throw S3Error("InvalidArgument", "aws:kms needs a KMSMasterKeyID: the gateway has no default_key");
+    }
+    if (!kms_key_id.empty() && !keys.kms_key(kms_key_id)) throw kms_key_not_found(kms_key_id);
+  }
   XmlWriter out;
   out.open("ServerSideEncryptionConfiguration", kS3Namespace)
       .open("Rule")
       .open("ApplyServerSideEncryptionByDefault")
-      .element("SSEAlgorithm", kSseS3);
+      .element("SSEAlgorithm", algorithm);
+  if (!kms_key_id.empty()) out.element("KMSMasterKeyID", kms_key_id);
   return out.finish();
 }
 

@@ -7,7 +7,13 @@
 // master key (sse_master_key): then a raw bucket honours AES256 (and a default
 // encryption of AES256) by sealing the object's bytes (object_cipher.h) under a
 // random per-object data key that the metadata keeps wrapped by the master
-// key. SSE-KMS is refused.
+// key.
+//
+// SSE-KMS (aws:kms) is the same in both kinds of bucket, with the data key
+// wrapped by the key of the gateway's local key ring (gateway_keys.h) that the
+// request, the bucket's default or the gateway's default_key names; the
+// metadata keeps the key id with it. A dedupe bucket then cannot deduplicate
+// such objects (their sealed blocks differ).
 //
 // SSE-C (customer-provided keys) works in both kinds of bucket: the object's
 // bytes are sealed (object_cipher.h) under a data key derived from the
@@ -21,6 +27,7 @@
 #include <string>
 
 #include "engine/crypto.h"
+#include "gateway/gateway_keys.h"
 #include "gateway/exchange.h"
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
@@ -30,11 +37,14 @@ namespace keel::gateway {
 
 // How an object's or an upload's bytes are encrypted, as the metadata keeps it.
 struct StoredEncryption {
-  enum class Kind : uint8_t { kNone = 0, kCustomerKey = 1, kGatewayKey = 2 };
+  enum class Kind : uint8_t { kNone = 0, kCustomerKey = 1, kGatewayKey = 2, kKmsKey = 3 };
   Kind kind = Kind::kNone;  // kNone: stored as sent
   Bytes salt;               // kCustomerKey: the data key and the key check derive from it and the customer's key
   Bytes key_check;          // kCustomerKey: HMAC-SHA-256 of the salt under the customer's key
-  Bytes wrapped_key;        // kGatewayKey (SSE-S3): the data key sealed under the gateway's master key
+  // kGatewayKey (SSE-S3): the data key sealed under the gateway's master key;
+  // kKmsKey (SSE-KMS): sealed under the key ring's key `kms_key_id`.
+  Bytes wrapped_key;
+  std::string kms_key_id;
 };
 Bytes encode_encryption(const StoredEncryption& encryption);  // empty when there is none
 // Throws Error(kIntegrity) for a malformed record.
@@ -63,7 +73,7 @@ StoredEncryption encrypt_with_customer_key(const CustomerKey& key);
 std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std::optional<CustomerKey>& key,
                                        const std::string& wrong_key_code = "AccessDenied");
 
-// The ETag of an SSE-C object or part: not the MD5 of its plaintext (which would
+// The ETag of an SSE-C or SSE-KMS object or part: not the MD5 of its plaintext (which would
 // let whoever sees it confirm a guess of the content), but a keyed digest of it.
 std::string customer_key_etag(const engine::Key256& data_key, const std::string& md5_hex);
 
@@ -79,39 +89,49 @@ struct ObjectEncryption {
 
   // The ETag of bytes whose MD5 is `md5_hex` written under this encryption.
   std::string etag(const std::string& md5_hex) const;
-  // The customer key headers, or x-amz-server-side-encryption for SSE-S3.
-  void add_headers(Response& response) const;
+  // The customer key headers, or x-amz-server-side-encryption (and, for
+  // SSE-KMS, -aws-kms-key-id) for SSE-S3 and SSE-KMS. `repository_encrypts`:
+  // a dedupe bucket's object, which SSE-S3 covers when nothing else does (as S3
+  // since default encryption, AES256 is reported on every such object).
+  void add_headers(Response& response, bool repository_encrypts) const;
 };
-// A new object's or upload's, as the request's headers ask: SSE-C, or, with
-// `master_key` (a raw bucket of a gateway that has one), SSE-S3 when the
-// request asks for AES256 or `sse_by_default` (the bucket's default encryption).
-ObjectEncryption encryption_for_write(const S3Request& request, const engine::Key256* master_key, bool sse_by_default);
+
+// What a bucket's default encryption (PutBucketEncryption) asks of a write
+// that names no encryption.
+struct DefaultEncryption {
+  std::string algorithm;   // empty (none), "AES256" or "aws:kms"
+  std::string kms_key_id;  // aws:kms: KMSMasterKeyID; empty: the gateway's default key
+};
+// The default of a configuration as encryption_configuration wrote it (empty: none).
+DefaultEncryption default_encryption(const std::string& configuration);
+
+// A new object's or upload's, as the request's headers or else `bucket_default`
+// ask: SSE-C; SSE-KMS under the key ring's key (S3Error KMS.NotFoundException
+// for an id it does not hold, InvalidArgument for aws:kms with no id and no
+// default key); SSE-S3 when `seals_sse_s3` (a raw bucket of a gateway with a
+// master key; a dedupe bucket's repository encrypts already).
+ObjectEncryption encryption_for_write(const S3Request& request, const GatewayKeys& keys, bool seals_sse_s3,
+                                      const DefaultEncryption& bucket_default);
 // To read, or add parts to, what was stored with `stored` (encode_encryption),
 // with the key the request names (`copy_source`: its copy source's) or the
-// gateway's `master_key`; data_key's S3Errors.
+// gateway's `keys`; data_key's S3Errors.
 ObjectEncryption encryption_for_read(const S3Request& request, ByteView stored, bool copy_source,
-                                     const engine::Key256* master_key,
-                                     const std::string& wrong_key_code = "AccessDenied");
-
-// The gateway's master key for SSE-S3 in raw buckets: 32 random bytes in the
-// file at `path`, created (0600, fsync'd) when missing. Throws Error(kUsage)
-// for a file that is not 32 bytes, or that others may read.
-engine::Key256 load_master_key(const std::string& path);
+                                     const GatewayKeys& keys, const std::string& wrong_key_code = "AccessDenied");
 
 // Throws S3Error InvalidArgument for encryption headers `operation` cannot
 // honour on a bucket that can (`honours_sse_s3`: a dedupe bucket, or a raw one
-// of a gateway with a master key) or cannot keep SSE-S3's promise.
-void check_encryption_headers(const S3Request& request, Operation operation, bool honours_sse_s3);
-
-// Operations whose successful response names the object's encryption
-// (x-amz-server-side-encryption) when it is encrypted at rest.
-bool reports_encryption(Operation operation);
+// of a gateway with a master key) or cannot keep SSE-S3's promise, or for
+// aws:kms on a gateway without a key ring (`has_kms`). An upload's parts may
+// repeat the upload's SSE-S3 or SSE-KMS headers (the upload's key applies, as
+// on RGW: S3 conformance suites send them).
+void check_encryption_headers(const S3Request& request, Operation operation, bool honours_sse_s3, bool has_kms);
 
 // The refusal of SSE-S3 (`asked`: what the request asked for) on a raw bucket.
 S3Error unencrypted_bucket(const std::string& bucket, const std::string& asked);
 
-// A <ServerSideEncryptionConfiguration> body checked (AES256 only) and written
-// back in the form GetBucketEncryption returns.
-std::string encryption_configuration(const std::string& xml);
+// A <ServerSideEncryptionConfiguration> body checked (AES256, or aws:kms with a
+// KMSMasterKeyID of `keys`' ring or the gateway's default key) and written back
+// in the form GetBucketEncryption returns.
+std::string encryption_configuration(const std::string& xml, const GatewayKeys& keys);
 
 }  // namespace keel::gateway

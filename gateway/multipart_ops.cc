@@ -153,7 +153,7 @@ Response S3Api::create_upload(const Call& call) {
     r.headers.emplace_back("x-amz-checksum-type", upload_checksum_type(upload));
   }
   add_abort_headers(r, *bucket, upload);
-  encryption.add_headers(r);
+  encryption.add_headers(r, bucket->encrypted_at_rest());
   return r;
 }
 
@@ -162,7 +162,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
   // Every part is sealed with the key the upload was created with, as AWS.
-  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, master_key(), "InvalidRequest");
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_, "InvalidRequest");
   std::shared_ptr<BucketStorage::Writer> writer = create_object_writer(*bucket->storage, encryption.data_key);
   return body_reader(
       call,
@@ -190,7 +190,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
         if (checks.checksum()) {
           r.headers.emplace_back("x-amz-checksum-" + checks.checksum()->algorithm, checks.checksum()->value);
         }
-        encryption.add_headers(r);
+        encryption.add_headers(r, bucket->encrypted_at_rest());
         return r;
       });
 }
@@ -199,7 +199,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
-  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, master_key(), "InvalidRequest");
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_, "InvalidRequest");
   const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
   S3Request source_request = call.request;
   source_request.bucket = source.bucket;
@@ -215,7 +215,7 @@ Response S3Api::upload_part_copy(const Call& call) {
       throw S3Error("NoSuchKey", "the copy source '" + source_request.key + "' does not exist");
     }
     const ObjectEncryption source_encryption =
-        encryption_for_read(call.request, object->encryption, true, master_key());
+        encryption_for_read(call.request, object->encryption, true, keys_);
     check_copy_source_conditions(call.request, object->etag, object->modified_ns);
     range = {0, object->size};
     if (call.request.has_header("x-amz-copy-source-range")) {
@@ -245,7 +245,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   if (checksum) xml.element(checksum_element(checksum->name()), part.checksum);
   Response r = xml_response(xml.finish());
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
-  encryption.add_headers(r);
+  encryption.add_headers(r, bucket->encrypted_at_rest());
   return r;
 }
 
@@ -284,6 +284,19 @@ NameValues completion_list(const std::vector<RequestedPart>& requested) {
   return list;
 }
 
+// The encryption headers of a CompleteMultipartUpload's answer for `object`.
+void add_completion_encryption(Response& r, const ObjectRecord& object, const S3Request& request,
+                               bool repository_encrypts) {
+  ObjectEncryption encryption;
+  encryption.stored = decode_encryption(object.encryption);
+  if (encryption.stored.kind == StoredEncryption::Kind::kCustomerKey) {
+    // The key need not come with the completion; its MD5 is echoed when it does.
+    encryption.customer = customer_key(request, false);
+    if (!encryption.customer) r.headers.emplace_back("x-amz-server-side-encryption-customer-algorithm", "AES256");
+  }
+  encryption.add_headers(r, repository_encrypts);
+}
+
 Response completion_response(const ObjectRecord& object, bool versioned) {
   XmlWriter xml;
   xml.open("CompleteMultipartUploadResult", kS3Namespace)
@@ -312,7 +325,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
   }
   if (completed && completed->bucket == bucket->record.name && completed->key == call.request.key) {
     // A completion sent again (its response was lost): the same answer, when it lists the same parts.
-    return small_body(call, [this, bucket, completed = *completed](const std::string& body) {
+    return small_body(call, [this, bucket, completed = *completed, request = call.request](const std::string& body) {
       if (completion_list(requested_parts(body, "")) != completed.parts) {
         throw S3Error("NoSuchUpload", "the upload '" + completed.upload_id + "' was completed with other parts");
       }
@@ -331,7 +344,9 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
         remembered.version_id = completed.version_id;
         object = remembered;
       }
-      return completion_response(*object, versioned);
+      Response r = completion_response(*object, versioned);
+      add_completion_encryption(r, *object, request, bucket->encrypted_at_rest());
+      return r;
     });
   }
   const UploadRecord upload = upload_for(call, *bucket);
@@ -434,14 +449,7 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
     for (const auto& file : unused) bucket->storage->remove(file);
     Response r = completion_response(object, versioned);
     add_expiration_header(r, *bucket, object);
-    ObjectEncryption encryption;
-    encryption.stored = decode_encryption(object.encryption);
-    if (encryption.stored.kind == StoredEncryption::Kind::kCustomerKey) {
-      // The key need not come with the completion; its MD5 is echoed when it does.
-      encryption.customer = customer_key(request, false);
-      if (!encryption.customer) r.headers.emplace_back("x-amz-server-side-encryption-customer-algorithm", "AES256");
-    }
-    encryption.add_headers(r);
+    add_completion_encryption(r, object, request, bucket->encrypted_at_rest());
     return r;
   });
 }

@@ -191,7 +191,7 @@ std::unique_ptr<RequestBody> S3Api::put_object(const Call& call) {
         add_version_header(r, versioned, object.version_id);
         add_checksum_header(r, checks);
         add_expiration_header(r, *bucket, object);
-        encryption.add_headers(r);
+        encryption.add_headers(r, bucket->encrypted_at_rest());
         return r;
       });
 }
@@ -234,7 +234,7 @@ Response S3Api::get_object(const Call& call, bool head) {
     versioned = !bucket->record.versioning.empty() || !version_id.empty();
     object = metadata_.object(bucket->record.name, call.request.key, version_id);
     check_readable(object, call.request.key, version_id);
-    encryption = encryption_for_read(call.request, object->encryption, false, master_key());
+    encryption = encryption_for_read(call.request, object->encryption, false, keys_);
     if (!read_conditions_allow(call.request, object->etag, object->modified_ns)) {
       r.status = 304;
       r.headers.emplace_back("etag", quoted_etag(object->etag));
@@ -280,7 +280,7 @@ Response S3Api::get_object(const Call& call, bool head) {
   apply_response_overrides(r, call.request);
   add_version_header(r, versioned, object->version_id);
   if (object->latest) add_expiration_header(r, *bucket, *object);
-  encryption.add_headers(r);
+  encryption.add_headers(r, bucket->encrypted_at_rest());
   return r;
 }
 
@@ -332,7 +332,7 @@ Response S3Api::copy_object(const Call& call) {
     object = metadata_.object(from->record.name, source.key, source.version_id);
     if (object && !object->delete_marker) {
       const ObjectEncryption source_encryption =
-          encryption_for_read(call.request, object->encryption, true, master_key());
+          encryption_for_read(call.request, object->encryption, true, keys_);
       check_copy_source_conditions(call.request, object->etag, object->modified_ns);
       source_bytes = read_object(*from->storage, object->segments, 0, object->size, source_encryption.data_key);
     }
@@ -346,9 +346,10 @@ Response S3Api::copy_object(const Call& call) {
     throw S3Error("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE");
   }
   const ObjectEncryption encryption = write_encryption(call.request, *to);
-  // As S3: a copy onto itself that changes the encryption is no no-op.
+  // As S3: a copy onto itself that changes the encryption (or its KMS key) is no no-op.
+  const StoredEncryption source_stored = decode_encryption(object->encryption);
   if (!replace && from == to && source.key == call.request.key && !encryption.customer &&
-      encryption.stored.kind == decode_encryption(object->encryption).kind) {
+      encryption.stored.kind == source_stored.kind && encryption.stored.kms_key_id == source_stored.kms_key_id) {
     throw S3Error("InvalidRequest", "this copy request is illegal because it is trying to copy an object to itself "
                                     "without changing the object's metadata");
   }
@@ -386,7 +387,7 @@ Response S3Api::copy_object(const Call& call) {
   add_version_header(r, versioned, copy.version_id);
   add_expiration_header(r, *to, copy);
   if (!source.version_id.empty()) r.headers.emplace_back("x-amz-copy-source-version-id", source.version_id);
-  encryption.add_headers(r);
+  encryption.add_headers(r, to->encrypted_at_rest());
   return r;
 }
 

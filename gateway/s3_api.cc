@@ -91,7 +91,7 @@ S3Api::S3Api(GatewayConfig config, std::function<std::time_t()> clock)
       access_store_(config_.state_dir + "/access.db"),
       lifecycle_day_{std::chrono::duration_cast<std::chrono::nanoseconds>(config_.lifecycle_day).count()} {
   if (config_.api_bucket_repository) open_repository(*config_.api_bucket_repository, "[dedupe]");
-  if (!config_.sse_master_key.empty()) master_key_ = load_master_key(config_.sse_master_key);
+  keys_ = GatewayKeys::load(config_);
   std::set<std::string> configured;
   for (const auto& b : config_.buckets) {
     const auto existing = metadata_.bucket(b.name);
@@ -222,8 +222,7 @@ Exchange S3Api::begin(RequestHead head) {
         (operation == Operation::kListBuckets || operation == Operation::kCreateBucket)) {
       throw S3Error("AccessDenied", "anonymous requests cannot list or create buckets; sign the request");
     }
-    const bool encrypted = encrypted_at_rest(request.bucket);
-    check_encryption_headers(request, operation, encrypted || master_key_);
+    check_encryption_headers(request, operation, encrypted_at_rest(request.bucket) || keys_.master(), keys_.has_kms());
     const std::optional<Acl> acl = requested_acl(call, operation);
     const bool over_rdma = request.has_header(targets::rdma::kTokenHeader) && carries_rdma_payload(operation);
     if (over_rdma && !rdma_) {
@@ -234,11 +233,6 @@ Exchange S3Api::begin(RequestHead head) {
     if (acl) exchange = apply_acl_after(std::move(exchange), call, operation, *acl);
     exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
-    // SSE-C requests report their customer key instead (encryption.h).
-    if (encrypted && reports_encryption(operation) && exchange.response.status < 300 &&
-        !request.has_header("x-amz-server-side-encryption-customer-algorithm")) {
-      exchange.response.headers.emplace_back("x-amz-server-side-encryption", "AES256");
-    }
     exchange.response.headers.insert(exchange.response.headers.end(), cors.begin(), cors.end());
     if (over_rdma) exchange = rdma_->attach(request, auth, operation, std::move(exchange), head.request_id);
     return exchange;

@@ -19,6 +19,7 @@
 #include "gateway/config.h"
 #include "gateway/deferred_removal.h"
 #include "gateway/encryption.h"
+#include "gateway/gateway_keys.h"
 #include "gateway/exchange.h"
 #include "gateway/group_commit.h"
 #include "gateway/lifecycle.h"
@@ -80,6 +81,8 @@ class S3Api final : public RequestHandler {
     bool owner_only_unversioned_delete = false;  // the configuration's delete_unversioned = owner
     std::shared_ptr<const BucketAccessRules> rules = std::make_shared<const BucketAccessRules>();  // guarded by mutex_
     std::shared_ptr<const LifecycleConfiguration> lifecycle;  // guarded by mutex_; null: none
+    // A dedupe bucket: its repository encrypts every object (what SSE-S3 promises).
+    bool encrypted_at_rest() const { return record.mode == bucket_mode_name(BucketMode::kDedupe); }
   };
   struct Call {
     const S3Request& request;
@@ -195,10 +198,8 @@ class S3Api final : public RequestHandler {
   // One page of a bucket's sweep; false when the bucket is swept to the end.
   bool sweep_page(Bucket& bucket, SweepCursor& cursor, int64_t now_ns, uint64_t limit, LifecycleSweep& report);
   // The encryption of what a request writes into `bucket` (encryption.h): SSE-C
-  // as it asks, SSE-S3 in a raw bucket as it or the bucket's default asks.
+  // as it asks, SSE-KMS and SSE-S3 (in a raw bucket) as it or the bucket's default asks.
   ObjectEncryption write_encryption(const S3Request& request, const Bucket& bucket);
-  // sse_master_key's key, when the configuration names one.
-  const engine::Key256* master_key() const { return master_key_ ? &*master_key_ : nullptr; }
   // Delete{BucketPolicy,BucketOwnershipControls,PublicAccessBlock,BucketCors,BucketEncryption}.
   Response delete_bucket_setting(const Call& call, const std::string& name);
   // CORS (gateway/cors.h): the answer to a preflight (OPTIONS), and the
@@ -285,7 +286,7 @@ class S3Api final : public RequestHandler {
   LifecycleDay lifecycle_day_;
   std::mutex sweep_mutex_;  // one sweep at a time; guards sweep_cursors_
   std::map<std::string, SweepCursor> sweep_cursors_;  // by bucket
-  std::optional<engine::Key256> master_key_;  // SSE-S3 in raw buckets (sse_master_key)
+  GatewayKeys keys_;  // sse_master_key (SSE-S3 in raw buckets) and the [kms] key ring
 };
 
 }  // namespace keel::gateway

@@ -49,6 +49,7 @@ constexpr std::array kCodes = {
     CodeStatus{"InvalidStorageClass", 400},
     CodeStatus{"InvalidTag", 400},
     CodeStatus{"InvalidURI", 400},
+    CodeStatus{"KMS.NotFoundException", 400},
     CodeStatus{"KeyTooLongError", 400},
     CodeStatus{"MalformedACLError", 400},
     CodeStatus{"MalformedPOSTRequest", 400},

@@ -3,12 +3,14 @@ and a dedupe `keel gateway`, with requests as the browser: what the POST
 Object cases of an S3 conformance suite assert (status and error codes, the
 policy's conditions and expiry, content-length-range, success_action_status
 and success_action_redirect, the acl, metadata and tagging fields,
-${filename}, SSE-C fields, Version 4 and Version 2 signatures)."""
+${filename}, SSE-C and SSE-KMS fields, Version 4 and Version 2 signatures)."""
 import base64
 import datetime
 import hashlib
 import hmac
 import json
+import os
+import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -19,6 +21,8 @@ from gateway_harness import USERS, Gateway, boto3_client, stop_all
 GATEWAYS = {}
 CAROL = ("AKIDCAROL00000000003", "carol-secret-key-000000000000000000000")  # may sign with Version 2
 CAROL_CONFIG = f"[user:carol]\naccess_key = {CAROL[0]}\nsecret_key = {CAROL[1]}\nsignature_v2 = true\n"
+KMS_KEY = os.path.join(tempfile.mkdtemp(prefix="keel-post-kms-"), "form.key")  # made at the gateway's first start
+CAROL_CONFIG += f"[kms]\nform-key = {KMS_KEY}\n"
 
 
 def setUpModule():
@@ -211,6 +215,17 @@ class PostObjectTest(unittest.TestCase):
         self.assertEqual(refused.exception.response["Error"]["Code"], "InvalidRequest")
         got = self.s3.get_object(Bucket=bucket, Key="secret.txt", SSECustomerAlgorithm="AES256", SSECustomerKey=key)
         self.assertEqual(got["Body"].read(), b"bar")
+
+    def test_sse_kms_fields_seal_the_upload_under_the_named_key(self):
+        bucket = self.new_bucket(ACL="public-read-write")
+        sse = [("x-amz-server-side-encryption", "aws:kms"), ("x-amz-server-side-encryption-aws-kms-key-id", "form-key")]
+        r = self.post(bucket, [("key", "kms.txt")] + sse)
+        self.assertEqual(r.status_code, 204, r.text)
+        head = self.s3.head_object(Bucket=bucket, Key="kms.txt")
+        self.assertEqual((head["ServerSideEncryption"], head["SSEKMSKeyId"]), ("aws:kms", "form-key"))
+        self.assertEqual(self.s3.get_object(Bucket=bucket, Key="kms.txt")["Body"].read(), b"bar")
+        unknown = self.post(bucket, [("key", "other.txt"), sse[0], (sse[1][0], "no-such-key")])
+        self.assertEqual((unknown.status_code, self.error(unknown)), (400, "KMS.NotFoundException"))
 
 
 class DedupePostObjectTest(PostObjectTest):

@@ -26,12 +26,16 @@ from gateway_harness import USERS, Gateway, boto3_client, error_of, stop_all
 GATEWAYS = {}
 KEY_DIR = tempfile.mkdtemp(prefix="keel-sse-key-")
 MASTER_KEY = os.path.join(KEY_DIR, "sse-master.key")
+# SSE-KMS's local key ring, two ids as a conformance suite's kms_keyid and kms_keyid2 (no default_key).
+KMS_RING = (f"[kms]\ntestkey-1 = {KEY_DIR}/kms-1.key\n"
+            f"arn:aws:kms:us-east-1:123456789012:key/testkey-2 = {KEY_DIR}/kms-2.key\n")
+KMS_KEY_2 = "arn:aws:kms:us-east-1:123456789012:key/testkey-2"
 
 
 def setUpModule():
     # The raw gateway has an SSE-S3 master key (made at its first start); dedupe buckets need none.
-    GATEWAYS["raw"] = Gateway(server_extra=f"sse_master_key = {MASTER_KEY}")
-    GATEWAYS["dedupe"] = Gateway(dedupe=True)
+    GATEWAYS["raw"] = Gateway(server_extra=f"sse_master_key = {MASTER_KEY}", extra_config=KMS_RING)
+    GATEWAYS["dedupe"] = Gateway(dedupe=True, extra_config=KMS_RING)
 
 
 def tearDownModule():
@@ -401,8 +405,8 @@ class SuiteGroupsTest(unittest.TestCase):
         """SSE-S3 (AES256) is what a dedupe bucket does anyway (the repository's AES-256-GCM): it is
         accepted and reported there; a raw bucket of a gateway with sse_master_key seals the objects
         that ask for it (or whose bucket default asks) under per-object keys the master key wraps
-        (without one it refuses AES256: unit tests). SSE-KMS is refused everywhere (keel once accepted
-        it and stored plain files); SSE-C: test_sse_c_*."""
+        (without one it refuses AES256: unit tests). SSE-KMS with a key id the key ring lacks is
+        refused (keel once accepted it and stored plain files); SSE-KMS: test_sse_kms_*; SSE-C: test_sse_c_*."""
         s3, code = self.s3, self.code
         bucket = self.new_bucket()
         dedupe = self.mode == "dedupe"
@@ -454,8 +458,10 @@ class SuiteGroupsTest(unittest.TestCase):
             self.assertEqual(files_holding(self.gateway.dir, marker), [])
             s3.delete_bucket_encryption(Bucket=bucket)
         customer_key = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": "k" * 32}
-        for refused in ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "key-1"}, {"SSEKMSKeyId": "key-1"},
-                        {"ServerSideEncryption": "aes:kms"}, {**customer_key, "ServerSideEncryption": "AES256"}):
+        self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="x", Body=b"v", ServerSideEncryption="aws:kms",
+                                                    SSEKMSKeyId="key-1")), "KMS.NotFoundException")
+        for refused in ({"SSEKMSKeyId": "key-1"}, {"ServerSideEncryption": "aes:kms"},
+                        {**customer_key, "ServerSideEncryption": "AES256"}):
             self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="x", Body=b"v", **refused)),
                              "InvalidArgument", refused)
         self.assertEqual(code(lambda: s3.head_object(Bucket=bucket, Key="k", **customer_key)), "400")
@@ -558,6 +564,100 @@ class SuiteGroupsTest(unittest.TestCase):
         # Over TLS as well; and nowhere under the gateway's directory is the plaintext.
         tls = boto3_client(self.gateway, "https")
         self.assertEqual(tls.get_object(Bucket=bucket, Key="thirteen", **ka)["Body"].read(), b"thirteen byte")
+        self.assertEqual(files_holding(self.gateway.dir, marker), [])
+
+    def test_sse_kms_objects_are_sealed_under_the_named_key(self):
+        """SSE-KMS with the local key ring ([kms]): PUT/GET/HEAD report aws:kms and the key id; round
+        trips at 1 B and 1 MiB, ranges across sealed blocks; multipart whose parts repeat the headers
+        (or name another id, as a conformance suite does: the upload's key applies); copies between
+        keys and to and from SSE-C, SSE-S3 and none; bucket default aws:kms; an unknown id 400
+        KMS.NotFoundException, aws:kms without an id (no default_key) 400, aws:kms on HEAD 400;
+        nowhere under the gateway's directory is the plaintext."""
+        s3, code = self.s3, self.code
+        bucket = self.new_bucket()
+        kms1 = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "testkey-1"}
+        kms2 = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": KMS_KEY_2}
+        reported = lambda answer: (answer.get("ServerSideEncryption"), answer.get("SSEKMSKeyId"))
+        marker = os.urandom(64)
+        mib = os.urandom(300_000) + marker + os.urandom((1 << 20) - 300_064)
+        for name, body in (("one", b"x"), ("mib", mib)):
+            put = s3.put_object(Bucket=bucket, Key=name, Body=body, **kms1)
+            self.assertEqual(reported(put), ("aws:kms", "testkey-1"))
+            self.assertNotEqual(put["ETag"].strip('"'), hashlib.md5(body).hexdigest())  # as AWS for SSE-KMS
+            got = s3.get_object(Bucket=bucket, Key=name)
+            self.assertEqual((got["Body"].read(), reported(got), got["ETag"]), (body, reported(put), put["ETag"]))
+            head = s3.head_object(Bucket=bucket, Key=name)
+            self.assertEqual((head["ContentLength"], reported(head)), (len(body), reported(put)))
+        block = 64 * 1024
+        for first, last in ((0, 0), (block - 1, block), (100_000, 900_000), (len(mib) - 1, len(mib) - 1)):
+            got = s3.get_object(Bucket=bucket, Key="mib", Range=f"bytes={first}-{last}")
+            self.assertEqual((got["Body"].read(), reported(got)), (mib[first:last + 1], ("aws:kms", "testkey-1")))
+
+        self.assertEqual(error_of(lambda: s3.put_object(Bucket=bucket, Key="x", Body=b"v", ServerSideEncryption="aws:kms",
+                                                        SSEKMSKeyId="testkey-not-present"))["Error"]["Code"],
+                         "KMS.NotFoundException")
+        self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="x", Body=b"v", ServerSideEncryption="aws:kms")),
+                         "InvalidArgument")
+        def ask_kms(request, key_id):
+            request.headers["x-amz-server-side-encryption"] = "aws:kms"
+            request.headers["x-amz-server-side-encryption-aws-kms-key-id"] = key_id
+        asks_kms = boto3_client(self.gateway, "http")
+        asks_kms.meta.events.register("before-sign.s3.HeadObject", lambda request, **_: ask_kms(request, "testkey-1"))
+        self.assertEqual(code(lambda: asks_kms.head_object(Bucket=bucket, Key="one")), "400")
+
+        # Multipart under the second key; parts that name the first, or an unknown id, are sealed under the upload's.
+        upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", **kms2)
+        self.assertEqual(reported(upload), ("aws:kms", KMS_KEY_2))
+        uid = upload["UploadId"]
+        parts_say = boto3_client(self.gateway, "http")
+        ids = iter(["testkey-1", "testkey-not-present"])
+        parts_say.meta.events.register("before-sign.s3.UploadPart", lambda request, **_: ask_kms(request, next(ids)))
+        part1 = os.urandom(5 << 20)
+        p1 = parts_say.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=part1)
+        p2 = parts_say.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=2, Body=marker)
+        self.assertEqual(reported(p1), ("aws:kms", KMS_KEY_2))
+        done = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid, MultipartUpload={"Parts": [
+            {"ETag": p1["ETag"], "PartNumber": 1}, {"ETag": p2["ETag"], "PartNumber": 2}]})
+        self.assertEqual(reported(done), ("aws:kms", KMS_KEY_2))
+        whole = part1 + marker
+        got = s3.get_object(Bucket=bucket, Key="mp")
+        self.assertEqual((got["Body"].read(), reported(got)), (whole, ("aws:kms", KMS_KEY_2)))
+        across = s3.get_object(Bucket=bucket, Key="mp", Range=f"bytes={len(part1) - 5}-{len(part1) + 5}")
+        self.assertEqual(across["Body"].read(), whole[len(part1) - 5:len(part1) + 6])
+
+        # Copies: to the other key, to SSE-C and back, to SSE-S3, out of encryption, and onto itself under a new key.
+        source = {"Bucket": bucket, "Key": "mib"}
+        customer = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": os.urandom(32)}
+        self.assertEqual(reported(s3.copy_object(Bucket=bucket, Key="to-2", CopySource=source, **kms2)),
+                         ("aws:kms", KMS_KEY_2))
+        s3.copy_object(Bucket=bucket, Key="to-c", CopySource=source, **customer)
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="to-c", **customer)["Body"].read(), mib)
+        s3.copy_object(Bucket=bucket, Key="from-c", CopySource={"Bucket": bucket, "Key": "to-c"}, **kms1,
+                       CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=customer["SSECustomerKey"])
+        s3.copy_object(Bucket=bucket, Key="to-s3", CopySource=source, ServerSideEncryption="AES256")
+        self.assertEqual(s3.head_object(Bucket=bucket, Key="to-s3")["ServerSideEncryption"], "AES256")
+        s3.copy_object(Bucket=bucket, Key="plain", CopySource={"Bucket": bucket, "Key": "one"})  # not the marker
+        self.assertEqual(reported(s3.head_object(Bucket=bucket, Key="plain"))[1], None)
+        s3.copy_object(Bucket=bucket, Key="one", CopySource={"Bucket": bucket, "Key": "one"}, **kms2)
+        for key, body, key_id in (("to-2", mib, KMS_KEY_2), ("from-c", mib, "testkey-1"), ("to-s3", mib, None),
+                                  ("plain", b"x", None), ("one", b"x", KMS_KEY_2)):
+            got = s3.get_object(Bucket=bucket, Key=key)
+            self.assertEqual((got["Body"].read(), got.get("SSEKMSKeyId")), (body, key_id), key)
+
+        # The bucket's default: aws:kms with the second key, for writes that name no encryption.
+        by_default = self.new_bucket()
+        rule = lambda key_id: {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms",
+                                                                                 "KMSMasterKeyID": key_id}}]}
+        self.assertEqual(code(lambda: s3.put_bucket_encryption(Bucket=by_default,
+                                                               ServerSideEncryptionConfiguration=rule("nokey"))),
+                         "KMS.NotFoundException")
+        s3.put_bucket_encryption(Bucket=by_default, ServerSideEncryptionConfiguration=rule(KMS_KEY_2))
+        self.assertEqual(s3.get_bucket_encryption(Bucket=by_default)["ServerSideEncryptionConfiguration"]["Rules"][0]
+                         ["ApplyServerSideEncryptionByDefault"], rule(KMS_KEY_2)["Rules"][0]["ApplyServerSideEncryptionByDefault"])
+        self.assertEqual(reported(s3.put_object(Bucket=by_default, Key="k", Body=marker)), ("aws:kms", KMS_KEY_2))
+        got = s3.get_object(Bucket=by_default, Key="k")
+        self.assertEqual((got["Body"].read(), reported(got)), (marker, ("aws:kms", KMS_KEY_2)))
+        self.assertEqual(reported(s3.put_object(Bucket=by_default, Key="k1", Body=b"v", **kms1)), reported(kms1))
         self.assertEqual(files_holding(self.gateway.dir, marker), [])
 
 

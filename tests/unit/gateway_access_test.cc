@@ -10,6 +10,7 @@
 #include "gateway/bucket_policy.h"
 #include "gateway/cors.h"
 #include "gateway/encryption.h"
+#include "gateway/gateway_keys.h"
 #include "gateway/request.h"
 #include "gateway/s3_error.h"
 #include "tests/unit/s3_error_code.h"
@@ -354,20 +355,31 @@ TEST_CASE("cors: rules parsed, matched in order, refused when S3 refuses them", 
              "<MaxAgeSeconds>soon</MaxAgeSeconds></CORSRule>") == "MalformedXML");
 }
 
-TEST_CASE("encryption: SSE-S3 where objects are encrypted at rest, no KMS", "[gateway][acl]") {
-  const auto code = [](Operation operation, NameValues headers, bool encrypted) {
-    return error_code([&] { check_encryption_headers(with_headers(std::move(headers)), operation, encrypted); });
+TEST_CASE("encryption: SSE-S3 where objects are encrypted at rest, SSE-KMS with a key ring", "[gateway][acl]") {
+  const auto code = [](Operation operation, NameValues headers, bool encrypted, bool kms = true) {
+    return error_code([&] { check_encryption_headers(with_headers(std::move(headers)), operation, encrypted, kms); });
   };
   const NameValues sse_s3 = {{"x-amz-server-side-encryption", "AES256"}};
+  const NameValues sse_kms = {{"x-amz-server-side-encryption", "aws:kms"},
+                              {"x-amz-server-side-encryption-aws-kms-key-id", "testkey-1"}};
   CHECK(code(Operation::kPutObject, sse_s3, true) == "");
   CHECK(code(Operation::kCreateMultipartUpload, sse_s3, true) == "");
   CHECK(code(Operation::kPutObject, {}, false) == "");
   CHECK(code(Operation::kPutObject, sse_s3, false) == "InvalidArgument");
   CHECK(code(Operation::kCopyObject, sse_s3, false) == "InvalidArgument");
   CHECK(code(Operation::kHeadObject, sse_s3, true) == "InvalidArgument");
-  CHECK(code(Operation::kPutObject, {{"x-amz-server-side-encryption", "aws:kms"}}, true) == "InvalidArgument");
+  CHECK(code(Operation::kPutObject, sse_kms, false) == "");
+  CHECK(code(Operation::kCopyObject, {sse_kms[0]}, false) == "");  // the key id may come from a default
+  CHECK(code(Operation::kPutObject, sse_kms, true, false) == "InvalidArgument");  // no key ring
+  CHECK(code(Operation::kHeadObject, sse_kms, true) == "InvalidArgument");
+  CHECK(code(Operation::kGetObject, sse_kms, true) == "InvalidArgument");
   CHECK(code(Operation::kPutObject, {{"x-amz-server-side-encryption-aws-kms-key-id", "k"}}, true) ==
         "InvalidArgument");
+  CHECK(code(Operation::kPutObject, {{"x-amz-server-side-encryption", "aes:kms"}}, true) == "InvalidArgument");
+  // An upload's parts may repeat its headers (the upload's key applies), not name others.
+  CHECK(code(Operation::kUploadPart, sse_kms, false) == "");
+  CHECK(code(Operation::kUploadPart, sse_s3, false) == "");
+  CHECK(code(Operation::kUploadPart, {{"x-amz-server-side-encryption", "aes:kms"}}, true) == "InvalidArgument");
   // SSE-C headers are checked where the operation uses them (encryption.h's customer_key),
   // but a request cannot ask for SSE-C and SSE-S3 at once.
   CHECK(code(Operation::kUploadPart, {{"x-amz-server-side-encryption-customer-algorithm", "AES256"}}, true) == "");
@@ -375,15 +387,30 @@ TEST_CASE("encryption: SSE-S3 where objects are encrypted at rest, no KMS", "[ga
                                      {"x-amz-server-side-encryption", "AES256"}}, true) == "InvalidArgument");
   // Not an object's write or read: the headers mean nothing there.
   CHECK(code(Operation::kListObjectsV2, sse_s3, false) == "");
-  CHECK(reports_encryption(Operation::kCompleteMultipartUpload));
-  CHECK_FALSE(reports_encryption(Operation::kDeleteObject));
 
-  CHECK(encryption_configuration(R"(<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>
-      <SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>)")
-            .find("<SSEAlgorithm>AES256</SSEAlgorithm>") != std::string::npos);
-  CHECK(error_code([] {
-          encryption_configuration(R"(<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>
-            <SSEAlgorithm>aws:kms</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>)");
-        }) == "InvalidArgument");
-  CHECK(error_code([] { encryption_configuration("<ServerSideEncryptionConfiguration/>"); }) == "MalformedXML");
+  GatewayKeys keys;
+  const auto configuration = [](const std::string& rule) {
+    return "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>" + rule +
+           "</ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>";
+  };
+  const std::string aes = configuration("<SSEAlgorithm>AES256</SSEAlgorithm>");
+  const std::string kms = configuration("<SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>testkey-1</KMSMasterKeyID>");
+  const std::string kms_no_id = configuration("<SSEAlgorithm>aws:kms</SSEAlgorithm>");
+  CHECK(encryption_configuration(aes, keys).find("<SSEAlgorithm>AES256</SSEAlgorithm>") != std::string::npos);
+  CHECK(default_encryption(encryption_configuration(aes, keys)).algorithm == "AES256");
+  CHECK(default_encryption("").algorithm.empty());
+  CHECK(error_code([&] { encryption_configuration(kms, keys); }) == "InvalidArgument");  // no key ring
+  keys.add_kms_key("testkey-1", keel::engine::random_key());
+  const DefaultEncryption kept = default_encryption(encryption_configuration(kms, keys));
+  CHECK((kept.algorithm == "aws:kms" && kept.kms_key_id == "testkey-1"));
+  CHECK(error_code([&] {
+          encryption_configuration(configuration("<SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>nokey"
+                                                 "</KMSMasterKeyID>"), keys);
+        }) == "KMS.NotFoundException");
+  CHECK(error_code([&] { encryption_configuration(kms_no_id, keys); }) == "InvalidArgument");  // no default_key
+  keys.set_default_kms_key("testkey-1");
+  CHECK(default_encryption(encryption_configuration(kms_no_id, keys)).kms_key_id.empty());
+  CHECK(error_code([&] { encryption_configuration(configuration("<SSEAlgorithm>aws:kms:dsse</SSEAlgorithm>"), keys); }) ==
+        "InvalidArgument");
+  CHECK(error_code([&] { encryption_configuration("<ServerSideEncryptionConfiguration/>", keys); }) == "MalformedXML");
 }

@@ -6,8 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <sstream>
 
+#include "gateway/config.h"
 #include "gateway/encryption.h"
+#include "gateway/gateway_keys.h"
 #include "gateway/object_cipher.h"
 #include "gateway/raw_files.h"
 #include "gateway/request.h"
@@ -216,37 +220,136 @@ TEST_CASE("SSE-C: customer key headers checked as AWS checks them, keys checked 
 TEST_CASE("SSE-S3: the master key file, per-object data keys wrapped by it", "[gateway][encryption]") {
   keel::test::TempDir dir("keel-sse-s3");
   const std::string path = dir.file("master.key");
-  const engine::Key256 master = load_master_key(path);  // made on first use
+  const engine::Key256 master = load_key_file(path, "sse_master_key");  // made on first use
   CHECK((std::filesystem::status(path).permissions() & std::filesystem::perms::all) ==
         (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
-  CHECK(load_master_key(path) == master);
+  CHECK(load_key_file(path, "sse_master_key") == master);
   std::filesystem::permissions(path, std::filesystem::perms::group_read, std::filesystem::perm_options::add);
-  CHECK_THROWS_WITH(load_master_key(path), Catch::Contains("chmod 600"));
+  CHECK_THROWS_WITH(load_key_file(path, "sse_master_key"), Catch::Contains("chmod 600"));
   std::ofstream(dir.file("short.key")) << "short";
   std::filesystem::permissions(dir.file("short.key"), std::filesystem::perms::owner_read |
                                                           std::filesystem::perms::owner_write);
-  CHECK_THROWS_WITH(load_master_key(dir.file("short.key")), Catch::Contains("32 bytes"));
+  CHECK_THROWS_WITH(load_key_file(dir.file("short.key"), "sse_master_key"), Catch::Contains("32 bytes"));
 
   const S3Request asks = with_headers({{"x-amz-server-side-encryption", "AES256"}});
   const S3Request plain = with_headers({});
-  // Without a master key (a dedupe bucket) nothing is sealed here; without the header or default, neither.
-  CHECK_FALSE(encryption_for_write(asks, nullptr, true).data_key);
-  CHECK_FALSE(encryption_for_write(plain, &master, false).data_key);
-  const ObjectEncryption by_default = encryption_for_write(plain, &master, true);
-  const ObjectEncryption written = encryption_for_write(asks, &master, false);
+  GatewayKeys keys;
+  keys.set_master(master);
+  const DefaultEncryption sse_s3_default{"AES256", ""};
+  // Not sealed here where the repository encrypts (a dedupe bucket); without the header or default, neither.
+  CHECK_FALSE(encryption_for_write(asks, keys, false, sse_s3_default).data_key);
+  CHECK_FALSE(encryption_for_write(asks, GatewayKeys{}, true, sse_s3_default).data_key);
+  CHECK_FALSE(encryption_for_write(plain, keys, true, {}).data_key);
+  const ObjectEncryption by_default = encryption_for_write(plain, keys, true, sse_s3_default);
+  const ObjectEncryption written = encryption_for_write(asks, keys, true, {});
   REQUIRE(written.data_key);
   REQUIRE(by_default.data_key);
   CHECK(*written.data_key != *by_default.data_key);
   CHECK(written.etag("abc") == "abc");  // SSE-S3 ETags are the MD5, as AWS
   const Bytes record = encode_encryption(written.stored);
   CHECK(std::search(record.begin(), record.end(), written.data_key->begin(), written.data_key->end()) == record.end());
-  CHECK(*encryption_for_read(plain, record, false, &master).data_key == *written.data_key);
-  const engine::Key256 other = key_of(9);
-  CHECK_THROWS_AS(encryption_for_read(plain, record, false, &other), Error);
-  CHECK_THROWS_AS(encryption_for_read(plain, record, false, nullptr), Error);
-  CHECK(error_code([&] { encryption_for_read(with_headers(customer_headers(Bytes(32, 1))), record, false, &master); }) ==
+  CHECK(*encryption_for_read(plain, record, false, keys).data_key == *written.data_key);
+  GatewayKeys other;
+  other.set_master(key_of(9));
+  CHECK_THROWS_AS(encryption_for_read(plain, record, false, other), Error);
+  CHECK_THROWS_AS(encryption_for_read(plain, record, false, GatewayKeys{}), Error);
+  CHECK(error_code([&] { encryption_for_read(with_headers(customer_headers(Bytes(32, 1))), record, false, keys); }) ==
         "InvalidRequest");
   Response r;
-  written.add_headers(r);
+  written.add_headers(r, false);
   CHECK(r.headers == NameValues{{"x-amz-server-side-encryption", "AES256"}});
+  // A dedupe bucket's object is SSE-S3's by its repository; a raw bucket's plain one is nobody's.
+  Response dedupe, raw;
+  encryption_for_write(plain, keys, false, {}).add_headers(dedupe, true);
+  encryption_for_write(plain, keys, false, {}).add_headers(raw, false);
+  CHECK(dedupe.headers == r.headers);
+  CHECK(raw.headers.empty());
+}
+
+TEST_CASE("SSE-KMS: data keys wrapped by the named key of the key ring", "[gateway][encryption]") {
+  GatewayKeys keys;
+  keys.set_master(key_of(1));
+  keys.add_kms_key("testkey-1", key_of(2));
+  keys.add_kms_key("testkey-2", key_of(3));
+  const auto kms = [](const std::string& id) {
+    NameValues h{{"x-amz-server-side-encryption", "aws:kms"}};
+    if (!id.empty()) h.emplace_back("x-amz-server-side-encryption-aws-kms-key-id", id);
+    return with_headers(std::move(h));
+  };
+  const S3Request plain = with_headers({});
+  const ObjectEncryption one = encryption_for_write(kms("testkey-1"), keys, false, {});
+  const ObjectEncryption two = encryption_for_write(kms("testkey-2"), keys, false, {});
+  REQUIRE(one.data_key);
+  REQUIRE(two.data_key);
+  CHECK(one.stored.kind == StoredEncryption::Kind::kKmsKey);
+  CHECK(one.stored.kms_key_id == "testkey-1");
+  CHECK(*one.data_key != *two.data_key);
+  // The ETag is keyed, as SSE-C's: AWS's SSE-KMS ETags are not the plaintext's MD5 either.
+  CHECK(one.etag("abc") != "abc");
+  Response r;
+  one.add_headers(r, true);  // aws:kms alone, also in a dedupe bucket
+  CHECK(r.headers == NameValues{{"x-amz-server-side-encryption", "aws:kms"},
+                                {"x-amz-server-side-encryption-aws-kms-key-id", "testkey-1"}});
+
+  // The record keeps the id and the wrapped key, not the data key; reading needs that id's key.
+  const Bytes record = encode_encryption(one.stored);
+  CHECK(std::search(record.begin(), record.end(), one.data_key->begin(), one.data_key->end()) == record.end());
+  CHECK(decode_encryption(record).kms_key_id == "testkey-1");
+  CHECK(*encryption_for_read(plain, record, false, keys).data_key == *one.data_key);
+  GatewayKeys swapped;  // the same ids, the keys exchanged: the wrapped key does not open
+  swapped.add_kms_key("testkey-1", key_of(3));
+  swapped.add_kms_key("testkey-2", key_of(2));
+  CHECK_THROWS_AS(encryption_for_read(plain, record, false, swapped), Error);
+  CHECK_THROWS_AS(encryption_for_read(plain, record, false, GatewayKeys{}), Error);
+  // A record edited to name the other key does not open under it (the id is sealed with the data key).
+  StoredEncryption renamed = one.stored;
+  renamed.kms_key_id = "testkey-2";
+  CHECK_THROWS_AS(encryption_for_read(plain, encode_encryption(renamed), false, swapped), Error);
+
+  // Unknown ids; no id: the bucket's default, then the gateway's default key, else refused.
+  CHECK(error_code([&] { encryption_for_write(kms("nokey"), keys, false, {}); }) == "KMS.NotFoundException");
+  CHECK(error_code([&] { encryption_for_write(kms(""), keys, false, {}); }) == "InvalidArgument");
+  const DefaultEncryption bucket_kms{"aws:kms", "testkey-2"};
+  CHECK(encryption_for_write(kms(""), keys, false, bucket_kms).stored.kms_key_id == "testkey-2");
+  CHECK(encryption_for_write(plain, keys, false, bucket_kms).stored.kms_key_id == "testkey-2");
+  CHECK(encryption_for_write(kms("testkey-1"), keys, false, bucket_kms).stored.kms_key_id == "testkey-1");
+  // A request's AES256 wins over the bucket's aws:kms default.
+  CHECK(encryption_for_write(with_headers({{"x-amz-server-side-encryption", "AES256"}}), keys, true, bucket_kms)
+            .stored.kind == StoredEncryption::Kind::kGatewayKey);
+  keys.set_default_kms_key("testkey-1");
+  CHECK(encryption_for_write(kms(""), keys, false, {}).stored.kms_key_id == "testkey-1");
+  CHECK(encryption_for_write(plain, keys, false, {"aws:kms", ""}).stored.kms_key_id == "testkey-1");
+  CHECK(error_code([&] { encryption_for_read(with_headers(customer_headers(Bytes(32, 1))), record, false, keys); }) ==
+        "InvalidRequest");
+}
+
+TEST_CASE("SSE-KMS: the [kms] key ring in the configuration", "[gateway][encryption]") {
+  keel::test::TempDir dir("keel-sse-kms");
+  const auto parse = [&](const std::string& kms) {
+    std::istringstream in("[server]\nlisten = 127.0.0.1:0\nstate_dir = " + dir.path.string() + "\n[kms]\n" + kms);
+    return GatewayConfig::parse(in, "kms.conf");
+  };
+  const GatewayConfig config = parse("testkey-1 = " + dir.file("one.key") + "\narn:aws:kms:us-east-1:1:key/a-b = " +
+                                     dir.file("two.key") + "\ndefault_key = testkey-1\n");
+  CHECK(config.kms_keys == std::map<std::string, std::string>{{"testkey-1", dir.file("one.key")},
+                                                              {"arn:aws:kms:us-east-1:1:key/a-b", dir.file("two.key")}});
+  CHECK(config.kms_default_key == "testkey-1");
+  CHECK_THROWS_WITH(parse("default_key = nokey\ntestkey-1 = " + dir.file("one.key")), Catch::Contains("nokey"));
+  CHECK_THROWS_WITH(parse("bad key = " + dir.file("one.key")), Catch::Contains("a key id is"));
+  CHECK_THROWS_WITH(parse("testkey-1 =\n"), Catch::Contains("needs the file"));
+  CHECK_THROWS_WITH(parse("k = a\nk = b\n"), Catch::Contains("duplicate key"));
+
+  // Loading makes the missing key files (0600), each its own key, the same on the next start.
+  const GatewayKeys keys = GatewayKeys::load(config);
+  REQUIRE(keys.kms_key("testkey-1"));
+  REQUIRE(keys.kms_key("arn:aws:kms:us-east-1:1:key/a-b"));
+  CHECK_FALSE(keys.kms_key("testkey-2"));
+  CHECK_FALSE(keys.master());
+  CHECK(keys.default_kms_key() == "testkey-1");
+  CHECK(*keys.kms_key("testkey-1") != *keys.kms_key("arn:aws:kms:us-east-1:1:key/a-b"));
+  CHECK((std::filesystem::status(dir.file("one.key")).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  CHECK(*GatewayKeys::load(config).kms_key("testkey-1") == *keys.kms_key("testkey-1"));
+  std::filesystem::permissions(dir.file("two.key"), std::filesystem::perms::others_read, std::filesystem::perm_options::add);
+  CHECK_THROWS_WITH(GatewayKeys::load(config), Catch::Contains("[kms] arn:aws:kms:us-east-1:1:key/a-b"));
 }
