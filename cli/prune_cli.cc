@@ -67,6 +67,12 @@ void print_prune(const App& app, const engine::PruneResult& r) {
   for (const std::string& w : r.warnings) app.warn("keel: warning: " + w);
   const char* would = r.dry_run ? "would " : "";
   if (r.dry_run) {
+    for (const engine::CondemnationSeen& c : r.condemnations) {
+      std::printf("record   %s  from %s: dated %s, written %s, grace from %s, %zu packs\n", c.id.short_hex().c_str(),
+                  c.host.c_str(), local_time(c.claimed_unix * 1'000'000'000).c_str(),
+                  local_time(c.modified_unix * 1'000'000'000).c_str(),
+                  local_time(c.grace_from_unix * 1'000'000'000).c_str(), c.packs);
+    }
     for (const engine::PackDecision& d : r.decisions) {
       std::printf("%s%-9s %s  %10s  %s\n", would, engine::pack_action_name(d.action), d.pack.short_hex().c_str(),
                   human_bytes(d.size).c_str(), why(d).c_str());
@@ -134,7 +140,22 @@ void prune_json(Json& j, const engine::PruneResult& r) {
     if (d.condemned_unix) j.field("condemned", iso_time(d.condemned_unix * 1'000'000'000));
     if (d.deletable_unix) j.field("deletable", iso_time(d.deletable_unix * 1'000'000'000));
     if (d.action == engine::PackAction::kWait) j.field("waiting_for_backups", static_cast<uint64_t>(d.waiting_for_backups));
+    if (d.condemnation) j.field("condemnation", d.condemnation->hex());
     j.end_object();
+  }
+  j.end_array();
+  // Each record's claimed date beside the store's Last-Modified (docs/immutable.md).
+  j.key("condemnations").begin_array();
+  for (const engine::CondemnationSeen& c : r.condemnations) {
+    j.begin_object()
+        .field("id", c.id.hex())
+        .field("host", c.host)
+        .field("claimed", iso_time(c.claimed_unix * 1'000'000'000))
+        .field("written", iso_time(c.modified_unix * 1'000'000'000))
+        .field("grace_from", iso_time(c.grace_from_unix * 1'000'000'000))
+        .field("packs", static_cast<uint64_t>(c.packs))
+        .field("waiting_for_backups", static_cast<uint64_t>(c.waiting_for_backups))
+        .end_object();
   }
   j.end_array().end_object();
 }

@@ -39,6 +39,16 @@ Condemnation decode_condemnation(ByteView body, const std::string& what) {
 
 }  // namespace
 
+bool Condemnation::ran_when_written(const LeaseRecord& lease) const {
+  // Both clocks tell seconds. A backup writes its lease, then lists the
+  // condemnations, so a start claimed in the very second the record was
+  // written counts; the lease object's own time counts only when earlier
+  // (a lease written just after the record, in the same second, would count
+  // otherwise, and its claimed start decides that case).
+  if (lease.created_unix <= modified_unix || lease.modified_unix < modified_unix) return true;
+  return running_backups && std::find(running_backups->begin(), running_backups->end(), lease.id) != running_backups->end();
+}
+
 std::string ignored_condemnation(const std::string& why) {
   return why + ": ignored, it condemns nothing (damaged, or not written by keel: credentials that may only create "
                "objects can still write one); keel check reports it, keel repair moves it aside";
@@ -53,7 +63,7 @@ void put_condemnation(targets::Target& target, const Key256& key, const Condemna
 std::vector<Condemnation> list_condemnations(targets::Target& target, const Key256& key,
                                              const OnDamagedRecord& on_damaged) {
   std::vector<Condemnation> records;
-  for (const Id& id : list_object_ids(target, kCondemnedPrefix)) {
+  for (const auto& [id, modified_unix] : list_object_ids_modified(target, kCondemnedPrefix)) {
     const std::string object_key = condemnation_key(id);
     const std::string what = target.describe() + "/" + object_key;
     try {
@@ -61,6 +71,7 @@ std::vector<Condemnation> list_condemnations(targets::Target& target, const Key2
       if (!body) continue;  // removed since it was listed
       Condemnation c = decode_condemnation(*body, what);
       if (c.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another condemnation");
+      c.modified_unix = modified_unix;
       records.push_back(std::move(c));
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kIntegrity) throw;

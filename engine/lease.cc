@@ -147,7 +147,7 @@ void Lease::check_held() const {
 
 std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key, std::string_view prefix) {
   std::vector<LeaseRecord> leases;
-  for (const Id& id : list_object_ids(target, prefix)) {
+  for (const auto& [id, modified_unix] : list_object_ids_modified(target, prefix)) {
     const std::string object_key = lease_key(prefix, id);
     const std::string what = target.describe() + "/" + object_key;
     try {
@@ -155,6 +155,7 @@ std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key,
       if (!body) continue;  // released meanwhile
       LeaseRecord r = decode_lease(*body, what);
       if (r.id != id) throw Error(ErrorKind::kIntegrity, what + ": record names another lease");
+      r.modified_unix = modified_unix;
       leases.push_back(std::move(r));
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kIntegrity) throw;
@@ -162,6 +163,7 @@ std::vector<LeaseRecord> list_leases(targets::Target& target, const Key256& key,
       // nothing back, and the next lock or cleanup removes it.
       LeaseRecord damaged;
       damaged.id = id;
+      damaged.modified_unix = modified_unix;
       damaged.host = "? (damaged: " + std::string(e.what()) + ")";
       leases.push_back(std::move(damaged));
     }

@@ -40,6 +40,9 @@ struct LeaseRecord {
   int64_t pid = 0;
   int64_t created_unix = 0;
   int64_t expires_unix = 0;
+  // When the store last wrote the lease object (its clock; from the listing,
+  // not part of the record).
+  int64_t modified_unix = 0;
 
   bool expired(int64_t now_unix) const { return now_unix >= expires_unix; }
   // Written on this host by a process that no longer runs.

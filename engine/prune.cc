@@ -43,6 +43,11 @@ constexpr size_t kRepackPartsInFlight = 4;
 // were listed has only young uploads), a day while one does (as backups
 // themselves clean up).
 constexpr std::chrono::seconds kStaleUploadIdle{3600};
+// A record claiming a date more than this before the store wrote it is
+// named in a warning: prune writes its records with its own date and the
+// store's Last-Modified follows within seconds, plus any clock skew (S3
+// refuses requests signed 15 minutes off its clock).
+constexpr int64_t kClaimedDateSlack = 3600;
 constexpr std::chrono::seconds kStaleUploadBusy{24 * 3600};
 
 double live_share(uint64_t live_bytes, uint64_t size) {
@@ -197,6 +202,7 @@ class PruneRun {
     for (const std::vector<size_t>* set : {&condemned_, &repacked_}) {
       for (size_t i : *set) record.packs.push_back(packs_[i].id);
     }
+    own_record_ = record.id;
     put_condemnation(repo_.target(), repo_.keys().index, record);
     // Logged before the leases are listed: a backup whose lease this run
     // does not see reads the log after this entry is there.
@@ -267,6 +273,7 @@ class PruneRun {
     result_.running_backups = running_.size();
     std::set<Id> running_ids;
     for (const LeaseRecord& lease : running_) running_ids.insert(lease.id);
+    // The records, with the store's times, come from the one listing of condemned/ this makes anyway.
     std::vector<Condemnation> records = list_condemnations(
         repo_.target(), repo_.keys().index,
         [&](const std::string&, const std::string& why) { result_.warnings.push_back(ignored_condemnation(why)); });
@@ -289,8 +296,15 @@ class PruneRun {
       check_cancel();
       bool changed = !record.running_backups.has_value();
       if (!record.running_backups) record.running_backups = std::vector<Id>(running_ids.begin(), running_ids.end());
-      size_t waiting = std::count_if(record.running_backups->begin(), record.running_backups->end(),
-                                     [&](const Id& id) { return running_ids.count(id) != 0; });
+      // The record this run wrote (or plans) is its own: its date and list are believed.
+      const bool own = record.id == own_record_;
+      const int64_t since = own ? record.condemned_unix : record.grace_from();
+      const std::vector<Id>& listed = *record.running_backups;
+      size_t waiting = std::count_if(running_.begin(), running_.end(), [&](const LeaseRecord& lease) {
+        return own ? std::find(listed.begin(), listed.end(), lease.id) != listed.end() : record.ran_when_written(lease);
+      });
+      const bool may_delete = now - since >= options_.grace.count() && waiting == 0;
+      if (!(options_.dry_run && own)) seen(record, since, waiting);
       std::vector<Id> remaining;
       for (const Id& id : record.packs) {
         ++progress_.packs_settled;
@@ -304,26 +318,24 @@ class PruneRun {
         uint64_t live_bytes = planned_repacks_.count(id) ? 0 : live_bytes_in(pack.id);
         PackDecision& d = decide(pack, PackAction::kWait, live_bytes);
         d.condemned_unix = record.condemned_unix;
+        if (!(options_.dry_run && own)) d.condemnation = record.id;
         if (live_bytes > 0) {
           d.action = PackAction::kResurrect;
           ++result_.packs_resurrected;
           if (!options_.dry_run) repo_.catalog().set_condemned(pack.id, std::nullopt);
           changed = true;
-        } else if (std::optional<int64_t> until = now - record.condemned_unix >= options_.grace.count() && waiting == 0
-                                                      ? locked_until(pack)
-                                                      : std::nullopt) {
+        } else if (std::optional<int64_t> until = may_delete ? locked_until(pack) : std::nullopt) {
           d.deletable_unix = *until;  // never a DELETE for a locked object
           ++result_.packs_waiting;
           ++result_.packs_locked;
           result_.bytes_waiting += pack.size;
           remaining.push_back(id);
-        } else if (now - record.condemned_unix >= options_.grace.count() && waiting == 0 &&
-                   !planned_repacks_.count(id) && !copies_verified(pack)) {
+        } else if (may_delete && !planned_repacks_.count(id) && !copies_verified(pack)) {
           d.action = PackAction::kResurrect;  // the only good copy of a blob a snapshot needs: it stays
           ++result_.packs_resurrected;
           if (!options_.dry_run) repo_.catalog().set_condemned(pack.id, std::nullopt);
           changed = true;
-        } else if (now - record.condemned_unix >= options_.grace.count() && waiting == 0) {
+        } else if (may_delete) {
           d.action = PackAction::kDelete;
           ++result_.packs_deleted;
           result_.bytes_deleted += pack.size;
@@ -335,7 +347,7 @@ class PruneRun {
           }
           changed = true;
         } else {
-          d.deletable_unix = record.condemned_unix + options_.grace.count();
+          d.deletable_unix = since + options_.grace.count();
           d.waiting_for_backups = waiting;
           ++result_.packs_waiting;
           result_.bytes_waiting += pack.size;
@@ -347,11 +359,30 @@ class PruneRun {
       if (record.packs.empty()) {
         repo_.target().remove(condemnation_key(record.id));
       } else {
+        // Rewritten, the object gets a new Last-Modified, from which its
+        // packs' grace counts again: the record says so too, so that its
+        // date and the store's agree (no warning for it).
+        record.condemned_unix = now;
         put_condemnation(repo_.target(), repo_.keys().index, record);
       }
       logged.condemnations_changed = true;
     }
     if (!options_.dry_run) repo_.log_changes(logged);
+  }
+
+  // Reports a record on the target as judged, and warns of one dated well
+  // before the store wrote it: forged, or from a host whose clock is behind.
+  void seen(const Condemnation& record, int64_t since, size_t waiting) {
+    result_.condemnations.push_back(CondemnationSeen{record.id, record.host, record.condemned_unix,
+                                                     record.modified_unix, since, record.packs.size(), waiting});
+    if (record.modified_unix - record.condemned_unix <= kClaimedDateSlack) return;
+    result_.warnings.push_back(
+        condemnation_key(record.id) + " (host " + record.host + ") claims it was written " +
+        targets::iso8601_utc(record.condemned_unix) + ", but " + repo_.target().describe() + " wrote it at " +
+        targets::iso8601_utc(record.modified_unix) + ": its " + std::to_string(record.packs.size()) +
+        " packs' grace counts from then, and they wait for every backup running then. A record dated before it was "
+        "written is forged (sealed by a put-only or stolen key) or comes from a host whose clock is behind; run keel "
+        "check after this prune");
   }
 
   // Whether every blob a snapshot needs that `pack` holds reads back from
@@ -431,6 +462,8 @@ class PruneRun {
   // a record written now; repacked ones count as emptied by the copy.
   void add_planned_record(std::vector<Condemnation>& records, const std::set<Id>& running_ids) {
     Condemnation planned;
+    planned.id = Id::random();
+    own_record_ = planned.id;
     planned.condemned_unix = options_.clock();
     planned.running_backups = std::vector<Id>(running_ids.begin(), running_ids.end());
     for (size_t i : condemned_) planned.packs.push_back(packs_[i].id);
@@ -474,6 +507,7 @@ class PruneRun {
   std::vector<size_t> condemned_;
   std::vector<size_t> repacked_;
   std::set<Id> planned_repacks_;  // dry run only
+  std::optional<Id> own_record_;  // the record condemn() wrote, or the dry run's planned one
   std::vector<LeaseRecord> running_;
 };
 

@@ -14,7 +14,9 @@
 // 3. Delete: a condemned pack goes once the grace period has passed since it
 //    was condemned, every backup that was running then has ended, and it is
 //    still unused after marking again; one that a backup used meanwhile is
-//    taken back into use (resurrected).
+//    taken back into use (resurrected). "Since it was condemned" and "running
+//    then" are judged by the store's clock too (Condemnation::grace_from,
+//    ran_when_written): a record's own date and list are not believed.
 //
 // A maintenance lock (locks/, lease.h) keeps a second prune away.
 #pragma once
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +85,19 @@ struct PackDecision {
   int64_t condemned_unix = 0;     // kDelete, kWait, kResurrect: when it was condemned
   int64_t deletable_unix = 0;     // kWait: when the grace period (or the pack's Object Lock) ends
   size_t waiting_for_backups = 0; // kWait: backups running since it was condemned
+  std::optional<Id> condemnation; // kDelete, kWait, kResurrect: its record on the target (condemned/<id>)
+};
+
+// A condemnation record on the target as prune judged it (condemnation.h):
+// the date it claims, when the store wrote it, and where its grace starts.
+struct CondemnationSeen {
+  Id id;
+  std::string host;
+  int64_t claimed_unix = 0;
+  int64_t modified_unix = 0;
+  int64_t grace_from_unix = 0;
+  size_t packs = 0;
+  size_t waiting_for_backups = 0;  // running backups its packs wait for
 };
 
 struct PruneResult {
@@ -110,6 +126,7 @@ struct PruneResult {
   uint64_t mark_memory_bytes = 0;     // what marking held: LiveBlobs::memory_bytes
   double seconds = 0;
   std::vector<PackDecision> decisions;  // every pack acted on or waiting
+  std::vector<CondemnationSeen> condemnations;  // every record on the target, as listed before deleting
   std::vector<std::string> warnings;    // e.g. a damaged blob that could not be repacked
 };
 

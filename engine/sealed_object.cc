@@ -28,11 +28,17 @@ std::optional<Id> id_from_key(const std::string& key) {
   }
 }
 
+std::vector<ListedId> list_object_ids_modified(targets::Target& target, std::string_view prefix) {
+  std::vector<ListedId> listed;
+  target.list(std::string(prefix), [&](const targets::ObjectInfo& o) {
+    if (std::optional<Id> id = id_from_key(o.key)) listed.push_back({*id, o.modified_unix});
+  });
+  return listed;
+}
+
 std::vector<Id> list_object_ids(targets::Target& target, std::string_view prefix) {
   std::vector<Id> ids;
-  target.list(std::string(prefix), [&](const targets::ObjectInfo& o) {
-    if (std::optional<Id> id = id_from_key(o.key)) ids.push_back(*id);
-  });
+  for (const ListedId& listed : list_object_ids_modified(target, prefix)) ids.push_back(listed.id);
   return ids;
 }
 

@@ -36,4 +36,12 @@ std::optional<Bytes> read_object(targets::Target& target, const std::string& key
 // The ids of the objects under `prefix` (foreign names are skipped).
 std::vector<Id> list_object_ids(targets::Target& target, std::string_view prefix);
 
+// The same, each with its Last-Modified by the store's clock
+// (targets::ObjectInfo::modified_unix).
+struct ListedId {
+  Id id;
+  int64_t modified_unix = 0;
+};
+std::vector<ListedId> list_object_ids_modified(targets::Target& target, std::string_view prefix);
+
 }  // namespace keel::engine

@@ -32,6 +32,11 @@ struct ObjectInfo {
   uint64_t size = 0;
   // Object Lock: the retention head() found (list() leaves it empty).
   std::optional<Retention> retention = {};
+  // list(): when the object was last written, in Unix seconds by the
+  // store's clock (S3 LastModified, a file's mtime), which no writer sets:
+  // what prune believes of a condemnation's date (engine/condemnation.h).
+  // head() leaves it 0.
+  int64_t modified_unix = 0;
 };
 
 // One object streamed in parts, as an S3 multipart upload is. Parts are
@@ -77,7 +82,7 @@ class Target {
   virtual size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) = 0;
   virtual std::optional<ObjectInfo> head(const std::string& key) = 0;
   // Calls `fn` for every object whose key starts with `prefix`, in no
-  // particular order.
+  // particular order, with its size and modified_unix.
   virtual void list(const std::string& prefix, const std::function<void(const ObjectInfo&)>& fn) = 0;
   // Removing a missing key is not an error.
   virtual void remove(const std::string& key) = 0;

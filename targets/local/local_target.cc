@@ -145,7 +145,14 @@ class LocalTarget : public Target {
       }
       if (!it->is_regular_file(ec)) continue;
       if (rel.compare(0, prefix.size(), prefix) != 0) continue;
-      fn(ObjectInfo{rel, static_cast<uint64_t>(it->file_size(ec))});
+      // One stat for size and mtime, as file_size() alone cost; a file
+      // removed meanwhile is skipped.
+      struct stat st;
+      if (::stat(p.c_str(), &st) != 0) {
+        if (errno == ENOENT) continue;
+        throw_errno("stat " + p.string(), errno);
+      }
+      fn(ObjectInfo{.key = rel, .size = static_cast<uint64_t>(st.st_size), .modified_unix = st.st_mtim.tv_sec});
     }
     if (ec) throw Error(ErrorKind::kTargetIo, "list " + start.string() + ": " + ec.message());
   }

@@ -24,6 +24,9 @@ std::map<std::string, Bytes> MemoryStore::objects() const {
 void MemoryStore::set_objects(std::map<std::string, Bytes> objects) {
   std::lock_guard lock(mu_);
   objects_ = std::move(objects);
+  modified_.clear();
+  const int64_t now = unix_now();
+  for (const auto& entry : objects_) modified_[entry.first] = now;
 }
 
 size_t MemoryStore::open_uploads() const {
@@ -94,6 +97,7 @@ void MemoryStore::store(const std::string& key, Bytes data, const std::optional<
     refuse_if_locked(retention_, key, where, "overwrite");
   }
   objects_[key] = std::move(data);
+  modified_[key] = unix_now();
   if (lock) {
     retention_[key] = *lock;
   } else {
@@ -109,6 +113,7 @@ void MemoryStore::erase(const std::string& key, bool versioned, const std::strin
     refuse_if_locked(retention_, key, where, "delete");
   }
   objects_.erase(key);
+  modified_.erase(key);
   retention_.erase(key);
 }
 
@@ -133,11 +138,13 @@ void MemoryStore::remove_version(const std::string& key, const std::string& vers
   versions.erase(it);
   if (!current) return;
   objects_.erase(key);
+  modified_.erase(key);
   retention_.erase(key);
   if (versions.empty()) {
     versions_.erase(found);
   } else if (!versions.front().delete_marker) {
     objects_[key] = versions.front().data;
+    modified_[key] = versions.front().modified_unix;
     if (versions.front().retention) retention_[key] = *versions.front().retention;
   }
 }
@@ -245,7 +252,7 @@ class MemoryTarget : public Target {
       std::lock_guard lock(store_->mu_);
       for (auto it = store_->objects_.lower_bound(prefix);
            it != store_->objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-        found.push_back({it->first, it->second.size()});
+        found.push_back({.key = it->first, .size = it->second.size(), .modified_unix = store_->modified_.at(it->first)});
       }
     }
     for (const ObjectInfo& info : found) fn(info);

@@ -20,7 +20,7 @@ namespace keel::targets::memory {
 
 class MemoryStore {
  public:
-  // Committed objects by key.
+  // Committed objects by key. Those set are written now (their modified_unix).
   std::map<std::string, Bytes> objects() const;
   void set_objects(std::map<std::string, Bytes> objects);
   // Uploads started and neither committed nor aborted.
@@ -39,6 +39,7 @@ class MemoryStore {
   struct PendingUpload;
   mutable std::mutex mu_;
   std::map<std::string, Bytes> objects_;
+  std::map<std::string, int64_t> modified_;  // when each of objects_ was written (Unix seconds)
   uint64_t next_upload_ = 1;
   std::map<uint64_t, std::shared_ptr<PendingUpload>> uploads_;
   std::map<std::string, Retention> retention_;

@@ -396,7 +396,7 @@ bool S3Client::object_lock_enabled(const std::string& bucket) {
 }
 
 void S3Client::list_objects(const std::string& bucket, const std::string& prefix,
-                            const std::function<void(const std::string&, uint64_t)>& fn) {
+                            const std::function<void(const std::string&, uint64_t, int64_t)>& fn) {
   std::string token;
   for (;;) {
     Request r{"GET", bucket, "", {{"list-type", "2"}, {"prefix", prefix}, {"max-keys", "1000"}}, {}, {}, {}};
@@ -406,7 +406,14 @@ void S3Client::list_objects(const std::string& bucket, const std::string& prefix
     pt::ptree tree = parse_xml(resp.body, "ListObjectsV2");
     pt::ptree result = child(tree, "ListBucketResult");
     for (const auto& [name, node] : result) {
-      if (name == "Contents") fn(node.get<std::string>("Key", ""), node.get<uint64_t>("Size", 0));
+      if (name != "Contents") continue;
+      const std::string key = node.get<std::string>("Key", "");
+      const std::optional<int64_t> modified = parse_iso8601_utc(node.get<std::string>("LastModified", ""));
+      if (!modified) {
+        throw Error(ErrorKind::kTargetIo, describe(bucket) + "/" + key + ": the listing gives no valid LastModified ('" +
+                                              node.get<std::string>("LastModified", "") + "')");
+      }
+      fn(key, node.get<uint64_t>("Size", 0), *modified);
     }
     if (result.get<std::string>("IsTruncated", "false") != "true") return;
     token = result.get<std::string>("NextContinuationToken", "");

@@ -96,9 +96,10 @@ class S3Client {
   // Throws Error(kNotFound) for a missing key.
   size_t get_range(const std::string& bucket, const std::string& key, uint64_t offset, std::span<uint8_t> out);
   std::optional<ObjectHead> head_object(const std::string& bucket, const std::string& key);
-  // ListObjectsV2 with continuation tokens; calls fn(key, size).
+  // ListObjectsV2 with continuation tokens; calls fn(key, size, LastModified
+  // in Unix seconds).
   void list_objects(const std::string& bucket, const std::string& prefix,
-                    const std::function<void(const std::string&, uint64_t)>& fn);
+                    const std::function<void(const std::string&, uint64_t, int64_t)>& fn);
   void delete_object(const std::string& bucket, const std::string& key);
   // DeleteObjects, 1000 keys per request.
   void delete_objects(const std::string& bucket, const std::vector<std::string>& keys);

@@ -135,8 +135,8 @@ class S3Target : public Target {
   }
 
   void list(const std::string& prefix, const std::function<void(const ObjectInfo&)>& fn) override {
-    client_.list_objects(bucket_, prefix_ + prefix, [&](const std::string& key, uint64_t size) {
-      fn(ObjectInfo{key.substr(prefix_.size()), size});
+    client_.list_objects(bucket_, prefix_ + prefix, [&](const std::string& key, uint64_t size, int64_t modified) {
+      fn(ObjectInfo{.key = key.substr(prefix_.size()), .size = size, .modified_unix = modified});
     });
   }
 

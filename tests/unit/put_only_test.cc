@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "engine/chunk_sealer.h"
 #include "engine/check.h"
 #include "engine/condemnation.h"
+#include "engine/forget.h"
 #include "engine/keys.h"
 #include "engine/pack.h"
 #include "engine/pack_output.h"
@@ -22,6 +24,7 @@
 #include "engine/repository.h"
 #include "engine/restore.h"
 #include "targets/memory/memory_target.h"
+#include "targets/target_decorator.h"
 #include "temp_dir.h"
 #include "test_support.h"
 #include "util/error.h"
@@ -63,8 +66,8 @@ std::vector<Id> write_false_copies(Repository& put, const std::vector<catalog::B
 }
 
 // ... and a condemnation of `packs`, dated 1970 with no backup running,
-// sealed under the index key it holds.
-void condemn_falsely(Repository& put, const std::set<Id>& packs) {
+// sealed under the index key it holds; returns the record's id.
+Id condemn_falsely(Repository& put, const std::set<Id>& packs) {
   Condemnation forged;
   forged.id = Id::random();
   forged.condemned_unix = 0;
@@ -72,7 +75,24 @@ void condemn_falsely(Repository& put, const std::set<Id>& packs) {
   forged.packs.assign(packs.begin(), packs.end());
   forged.running_backups = std::vector<Id>{};
   put_condemnation(put.target(), put.keys().index, forged);
+  return forged.id;
 }
+
+// Runs `before` once, just before the first snapshot object is written:
+// what other hosts do while a backup has uploaded its packs and holds its
+// lease but has not saved its snapshot yet.
+class BeforeSnapshot final : public targets::TargetDecorator {
+ public:
+  BeforeSnapshot(std::unique_ptr<targets::Target> inner, std::function<void()> before)
+      : TargetDecorator(std::move(inner)), before_(std::move(before)) {}
+  void put(const std::string& key, ByteView data) override {
+    if (key.starts_with("snapshots/") && before_) std::exchange(before_, nullptr)();
+    TargetDecorator::put(key, data);
+  }
+
+ private:
+  std::function<void()> before_;
+};
 
 // A format-2 repository in memory whose full key ("full") added a put-only
 // key slot ("put"): the starting point of every attack below.
@@ -262,6 +282,107 @@ TEST_CASE("prune deletes no pack whose blobs a forged copy and condemnation clai
   });
   CHECK(named >= 1);
   CHECK(result.packs_resurrected == real_packs.size());
+}
+
+TEST_CASE("a forged condemnation's date and running-backup list are not believed", "[put-only][prune]") {
+  // A put-only key seals condemnation records, so it can date one 1970 and
+  // list no running backup. Before, the owner's next prune deleted every
+  // named pack no snapshot used at once, without the grace period and
+  // without waiting for the backups running then: here the packs of a
+  // forgotten snapshot that a running backup had deduplicated against,
+  // which then saved a snapshot referring to deleted packs. Now the grace
+  // counts from the store's Last-Modified of the record, and a backup whose
+  // lease is older than the record counts as running when it was written.
+  test::TempDir dir("keel-put-only-forged-date");
+  PutOnlyRepository repo(dir);
+  auto& store = repo.store;
+  auto& full = repo.full;
+  const std::string src = dir.file("src");
+  std::filesystem::create_directories(src);
+  const Bytes data = test::random_bytes(200'000, 70);
+  write_file(src + "/data.bin", data);
+  BackupProgress progress;
+  auto source = agents::fs::make_fs_source({src}, {});
+  const Id first = run_backup(*full, *source, BackupOptions{}, progress, [](const SkippedItem&) {}).snapshot.id;
+  std::set<Id> old_packs;
+  for (const catalog::PackRecord& p : full->catalog().list_packs()) old_packs.insert(p.id);
+  forget_snapshots(*full, {first.hex()}, /*dry_run=*/false);  // its packs are unused now, not yet condemned
+
+  PruneOptions options;
+  options.repack_threshold = 0;
+  SECTION("the grace counts from when the store wrote the record") { options.grace = std::chrono::hours(24); }
+  SECTION("a backup running when it was written is waited for") { options.grace = std::chrono::seconds(0); }
+
+  // A backup on a fresh host dedupes against those packs. Before it saves
+  // its snapshot, the thief writes the record and the owner prunes.
+  Id forged;
+  int64_t forged_between[2] = {0, 0};
+  PruneResult dry, pruned;
+  auto attack = [&] {
+    auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
+    forged_between[0] = unix_now();
+    forged = condemn_falsely(*put, old_packs);
+    forged_between[1] = unix_now();
+    auto owner = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("owner.db")});
+    PruneOptions dry_options = options;
+    dry_options.dry_run = true;
+    dry = prune(*owner, dry_options);
+    pruned = prune(*owner, options);
+  };
+  auto host = Repository::open(std::make_unique<BeforeSnapshot>(targets::memory::open_memory_target(store), attack),
+                               {"full", dir.file("host.db")});
+  BackupProgress running_progress;
+  const BackupResult running = run_backup(*host, *source, BackupOptions{}, running_progress, [](const SkippedItem&) {});
+  REQUIRE(forged_between[1] != 0);
+  REQUIRE(running.snapshot.stats.bytes_added < data.size() / 10);  // it deduplicated against the old packs
+
+  // Neither run deletes an old pack; each is kept waiting, for the grace
+  // from the record's Last-Modified and for the running backup.
+  for (const PruneResult* r : {&dry, &pruned}) {
+    CHECK(r->packs_deleted == 0);
+    size_t waiting = 0;
+    for (const PackDecision& d : r->decisions) {
+      if (!old_packs.count(d.pack)) continue;
+      INFO("pack " << d.pack.hex() << " " << pack_action_name(d.action));
+      CHECK(d.action == PackAction::kWait);
+      CHECK(d.condemned_unix == 0);
+      CHECK(d.condemnation == std::optional<Id>(forged));
+      CHECK(d.waiting_for_backups == 1);
+      CHECK(d.deletable_unix >= forged_between[0] + options.grace.count());
+      CHECK(d.deletable_unix <= forged_between[1] + options.grace.count());
+      ++waiting;
+    }
+    CHECK(waiting == old_packs.size());
+    // Both times of the record, and a warning naming it.
+    auto seen = std::find_if(r->condemnations.begin(), r->condemnations.end(),
+                             [&](const CondemnationSeen& c) { return c.id == forged; });
+    REQUIRE(seen != r->condemnations.end());
+    CHECK(seen->claimed_unix == 0);
+    CHECK(seen->modified_unix >= forged_between[0]);
+    CHECK(seen->modified_unix <= forged_between[1]);
+    CHECK(seen->grace_from_unix == seen->modified_unix);
+    CHECK(seen->waiting_for_backups == 1);
+    CHECK(std::count_if(r->warnings.begin(), r->warnings.end(), [&](const std::string& w) {
+            return w.find(condemnation_key(forged)) != std::string::npos && w.find("forged") != std::string::npos;
+          }) == 1);
+  }
+  const std::map<std::string, Bytes> objects = store->objects();
+  for (const Id& pack : old_packs) CHECK(objects.count(pack_key(pack)) == 1);
+
+  // The backup's snapshot restores byte for byte, and once it has ended
+  // the owner's prune takes the old packs back into use.
+  auto owner = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("owner.db")});
+  RestoreOptions restore_options;
+  restore_options.target_dir = dir.file("restored");
+  RestoreProgress restore_progress;
+  const RestoreResult restored = run_restore(*owner, running.snapshot, restore_options, restore_progress);
+  CHECK(restored.failures.empty());
+  CHECK(read_file(restore_options.target_dir + src + "/data.bin") == data);
+  PruneResult after = prune(*owner, PruneOptions{.grace = std::chrono::seconds(0), .repack_threshold = 0});
+  CHECK(after.packs_deleted == 0);
+  for (const Id& pack : old_packs) CHECK(store->objects().count(pack_key(pack)) == 1);
+  for (const catalog::PackRecord& p : owner->catalog().list_packs()) CHECK_FALSE(p.condemned_unix);
+  CHECK(run_check(*owner, CheckOptions{.read_data = true}).problems.empty());
 }
 
 TEST_CASE("reads verify each chunk against its id and read a false copy around", "[put-only][read]") {

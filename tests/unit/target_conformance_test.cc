@@ -141,6 +141,37 @@ TEST_CASE("targets: put, get, head, range, list, delete", "[target]") {
   }
 }
 
+TEST_CASE("targets: a listing tells when each object was written, by the store's clock", "[target]") {
+  // Prune believes a condemnation's date only as far as this (engine/condemnation.h):
+  // every target must report it. A store's clock may differ from ours by as much
+  // as S3 accepts in a signed request (15 minutes); a local one agrees.
+  constexpr int64_t kSkew = 15 * 60;
+  auto modified = [](Target& t, const std::string& key) {
+    int64_t found = 0;
+    t.list(key, [&](const targets::ObjectInfo& o) {
+      if (o.key == key) found = o.modified_unix;
+    });
+    return found;
+  };
+  for (const TargetFactory& f : conformance_targets()) {
+    SECTION(f.name) {
+      auto t = f.make();
+      if (!t) continue;
+      const int64_t before = targets::unix_now();
+      t->put("m/put", as_bytes("x"));
+      auto upload = t->start_upload("m/upload");
+      upload->write_part(1, 0, as_bytes("y"));
+      upload->commit();
+      const int64_t after = targets::unix_now();
+      for (const std::string key : {"m/put", "m/upload"}) {
+        INFO(key);
+        CHECK(modified(*t, key) >= before - kSkew);
+        CHECK(modified(*t, key) <= after + kSkew);
+      }
+    }
+  }
+}
+
 TEST_CASE("targets: missing keys and empty objects", "[target]") {
   for (const TargetFactory& f : conformance_targets()) {
     SECTION(f.name) {
