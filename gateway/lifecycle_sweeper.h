@@ -1,8 +1,9 @@
 // Runs the gateway's lifecycle sweep (S3Api::sweep_lifecycle) on its own
 // thread every `interval`, each run bounded to kSweepBudget versions and
-// uploads, counts each run's work in the gateway's metrics, and logs the versions Object Lock kept from expiring: once per
-// complete pass, and only when their number changed, so that a locked
-// version does not fill the log every interval.
+// uploads, counts each run's work in the gateway's metrics, and logs the
+// versions Object Lock kept from expiring: once per complete pass, and only
+// when their number changed, so that a locked version does not fill the log
+// every interval.
 #pragma once
 
 #include <chrono>
