@@ -192,7 +192,7 @@ std::unique_ptr<RequestBody> S3Api::post_object(const Call& call) {
     upload->redirect = field(fields, "success_action_redirect").value_or(field(fields, "redirect").value_or(""));
 
     const Call put_call{put, user, upload->auth};
-    check_encryption_headers(put, Operation::kPutObject, encrypted_at_rest(put.bucket) || master_key_);
+    check_encryption_headers(put, Operation::kPutObject, encrypted_at_rest(put.bucket) || keys_.master(), keys_.has_kms());
     const std::optional<Acl> acl = requested_acl(put_call, Operation::kPutObject);
     Exchange exchange{{}, put_object(put_call)};
     if (acl) exchange = apply_acl_after(std::move(exchange), put_call, Operation::kPutObject, *acl);
