@@ -8,16 +8,16 @@ namespace {
 enum : uint8_t { kRaw = 0, kZstd = 1 };
 }
 
-void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed, Bytes& scratch,
+void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed,
                StageClock* clock) {
-  scratch.clear();
-  scratch.push_back(kZstd);
-  const bool compressed = compressor && compressor->compress(raw, scratch);
+  const std::optional<ByteView> frame = compressor ? compressor->compress(raw) : std::nullopt;
   if (clock) clock->lap(Stage::kCompress);
-  // Stored raw: the tag, then the chunk where it lies (no copy behind the tag).
+  // The tag, then the payload where it lies: the chunk as read, or the frame
+  // in the compressor's buffer (no copy behind the tag).
   static constexpr uint8_t kRawTag[] = {kRaw};
-  if (compressed) {
-    seal_parts(key, scratch, {}, id.view(), sealed);
+  static constexpr uint8_t kZstdTag[] = {kZstd};
+  if (frame) {
+    seal_parts(key, kZstdTag, *frame, id.view(), sealed);
   } else {
     seal_parts(key, kRawTag, raw, id.view(), sealed);
   }

@@ -15,9 +15,8 @@
 namespace keel::engine {
 
 // Replaces `sealed` with the stored form of `raw`. `compressor` may be null
-// (store raw). `scratch` is reused across calls to avoid allocations.
-// Compression and encryption are laps of `clock`, if given.
-void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed, Bytes& scratch,
+// (store raw). Compression and encryption are laps of `clock`, if given.
+void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView raw, Bytes& sealed,
                StageClock* clock = nullptr);
 
 // The content of a stored blob: in `raw` where it was compressed, else in

@@ -17,18 +17,16 @@ void chunk_ids(const Repository& repo, std::span<const ByteView> chunks, std::sp
 void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int level, Bytes& sealed, StageClock* clock) {
   thread_local std::unique_ptr<Compressor> compressor;
   thread_local int compressor_level = kCompressionOff;
-  thread_local Bytes scratch;
   if (level != kCompressionOff && compressor_level != level) {
     compressor = std::make_unique<Compressor>(level);
     compressor_level = level;
   }
-  seal_blob(repo.write_key(), level != kCompressionOff ? compressor.get() : nullptr, id, chunk, sealed, scratch, clock);
+  seal_blob(repo.write_key(), level != kCompressionOff ? compressor.get() : nullptr, id, chunk, sealed, clock);
 }
 
 void seal_tree(const Repository& repo, const Id& id, ByteView body, Bytes& sealed) {
   thread_local Compressor compressor(kTreeCompressionLevel);
-  thread_local Bytes scratch;
-  seal_blob(repo.write_key(), &compressor, id, body, sealed, scratch);
+  seal_blob(repo.write_key(), &compressor, id, body, sealed);
 }
 
 }  // namespace keel::engine

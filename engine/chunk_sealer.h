@@ -22,8 +22,7 @@ void chunk_ids(const Repository& repo, std::span<const ByteView> chunks, std::sp
 
 // Replaces `sealed` with the stored form of `chunk`, compressed at
 // `compression_level` (compress.h; usually the repository's). Reuses a
-// compressor and a scratch buffer per thread, so callers on worker threads do
-// not allocate. Compression and encryption are laps of `clock`, if given.
+// compressor per thread, so callers on worker threads do not allocate. Compression and encryption are laps of `clock`, if given.
 void seal_chunk(const Repository& repo, const Id& id, ByteView chunk, int compression_level, Bytes& sealed,
                 StageClock* clock = nullptr);
 

@@ -138,17 +138,23 @@ Compressor::Compressor(const CompressorParams& params) {
 
 Compressor::~Compressor() = default;
 
-bool Compressor::compress(ByteView data, Bytes& out) {
-  if (data.size() < 2) return false;  // no frame is smaller
-  if (state_->probe && data.size() >= kProbeMinInput && !state_->sample_shrinks(data)) return false;
+std::optional<ByteView> Compressor::compress(ByteView data) {
+  if (data.size() < 2) return std::nullopt;  // no frame is smaller
+  if (state_->probe && data.size() >= kProbeMinInput && !state_->sample_shrinks(data)) return std::nullopt;
 
   // A frame of at most size-1 bytes is all that is worth keeping, so zstd
   // may give up as soon as the output reaches that.
   uint8_t* frame = state_->frame_buffer(data.size() - 1);
   const size_t frame_size = compress_bounded(state_->full.get(), data, frame, data.size() - 1);
-  if (frame_size == 0) return false;
-  reserve_huge(out, out.size() + frame_size);
-  out.insert(out.end(), frame, frame + frame_size);
+  if (frame_size == 0) return std::nullopt;
+  return ByteView(frame, frame_size);
+}
+
+bool Compressor::compress(ByteView data, Bytes& out) {
+  const std::optional<ByteView> frame = compress(data);
+  if (!frame) return false;
+  reserve_huge(out, out.size() + frame->size());
+  out.insert(out.end(), frame->begin(), frame->end());
   return true;
 }
 

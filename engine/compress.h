@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,11 @@ class Compressor {
   // Appends the compressed form of `data` to `out` and returns true if it is
   // smaller than `data`; otherwise leaves `out` as it was and returns false.
   bool compress(ByteView data, Bytes& out);
+  // The compressed form of `data` where it is smaller, else nullopt: a view
+  // of this compressor's own buffer, valid until its next call. Sealing
+  // reads the frame from there (blob_codec.cc); copying it out first was
+  // about 0.8% of a first backup's CPU.
+  std::optional<ByteView> compress(ByteView data);
 
  private:
   struct State;

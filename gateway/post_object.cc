@@ -6,7 +6,6 @@
 // dedupe buckets alike.
 #include <algorithm>
 
-#include "gateway/encryption.h"
 #include "gateway/form_data.h"
 #include "gateway/post_policy.h"
 #include "gateway/s3_api.h"
@@ -192,8 +191,7 @@ std::unique_ptr<RequestBody> S3Api::post_object(const Call& call) {
     upload->redirect = field(fields, "success_action_redirect").value_or(field(fields, "redirect").value_or(""));
 
     const Call put_call{put, user, upload->auth};
-    check_encryption_headers(put, Operation::kPutObject, encrypted_at_rest(put.bucket) || master_key_);
-    const std::optional<Acl> acl = requested_acl(put_call, Operation::kPutObject);
+    const std::optional<Acl> acl = admit(put_call, Operation::kPutObject);
     Exchange exchange{{}, put_object(put_call)};
     if (acl) exchange = apply_acl_after(std::move(exchange), put_call, Operation::kPutObject, *acl);
     upload->put = std::move(exchange.body);

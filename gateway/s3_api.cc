@@ -222,8 +222,7 @@ Exchange S3Api::begin(RequestHead head) {
         (operation == Operation::kListBuckets || operation == Operation::kCreateBucket)) {
       throw S3Error("AccessDenied", "anonymous requests cannot list or create buckets; sign the request");
     }
-    check_encryption_headers(request, operation, encrypted_at_rest(request.bucket) || keys_.master(), keys_.has_kms());
-    const std::optional<Acl> acl = requested_acl(call, operation);
+    const std::optional<Acl> acl = admit(call, operation);
     const bool over_rdma = request.has_header(targets::rdma::kTokenHeader) && carries_rdma_payload(operation);
     if (over_rdma && !rdma_) {
       failed.response = rdma_declined("this gateway has no rdma_listen", resource, head.request_id);
@@ -243,6 +242,12 @@ Exchange S3Api::begin(RequestHead head) {
   }
   failed.response.headers.insert(failed.response.headers.end(), cors.begin(), cors.end());
   return failed;
+}
+
+std::optional<Acl> S3Api::admit(const Call& call, Operation operation) {
+  const S3Request& request = call.request;
+  check_encryption_headers(request, operation, encrypted_at_rest(request.bucket) || keys_.master(), keys_.has_kms());
+  return requested_acl(call, operation);
 }
 
 Exchange S3Api::dispatch(Operation operation, const Call& call) {

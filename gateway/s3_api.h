@@ -155,6 +155,9 @@ class S3Api final : public RequestHandler {
   // The ACL that x-amz-acl / x-amz-grant-* ask a write to give what it
   // creates (checked now: refused ACLs fail the request before it writes).
   std::optional<Acl> requested_acl(const Call& call, Operation operation);
+  // What every request passes before its handler runs (a form upload as the
+  // PutObject it becomes): its encryption headers checked, and the ACL it asks for.
+  std::optional<Acl> admit(const Call& call, Operation operation);
   // Gives `acl` to what the operation created once it has succeeded.
   Exchange apply_acl_after(Exchange exchange, const Call& call, Operation operation, Acl acl);
   Response get_bucket_acl(const Call& call);

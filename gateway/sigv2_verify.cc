@@ -124,15 +124,12 @@ namespace {
 
 // The user of `access_key`, when they may sign with Version 2.
 const User& v2_user(const std::vector<User>& users, const std::string& access_key) {
-  const auto user = std::find_if(users.begin(), users.end(), [&](const User& u) { return u.access_key == access_key; });
-  if (user == users.end()) {
-    throw S3Error("InvalidAccessKeyId", "the access key '" + access_key + "' is not known here");
-  }
-  if (!user->signature_v2) {
+  const User& user = user_of_access_key(users, access_key);
+  if (!user.signature_v2) {
     throw S3Error("InvalidRequest",
                   "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.");
   }
-  return *user;
+  return user;
 }
 
 }  // namespace
@@ -140,12 +137,7 @@ const User& v2_user(const std::vector<User>& users, const std::string& access_ke
 const User& verify_post_form_v2(const std::string& access_key, const std::string& policy, const std::string& signature,
                                 const std::vector<User>& users) {
   const User& user = v2_user(users, access_key);
-  if (!constant_time_equal(sigv2_signature(user.secret_key, policy), signature)) {
-    S3Error error("SignatureDoesNotMatch",
-                  "the signature of the POST policy we calculated does not match the signature you provided");
-    error.details = {{"AWSAccessKeyId", access_key}, {"StringToSign", policy}, {"SignatureProvided", signature}};
-    throw error;
-  }
+  check_post_form_signature(sigv2_signature(user.secret_key, policy), signature, access_key, policy);
   return user;
 }
 

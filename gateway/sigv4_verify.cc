@@ -200,22 +200,28 @@ std::time_t parse_amz_date(std::string_view text) {
   return timegm(&tm);
 }
 
+const User& user_of_access_key(const std::vector<User>& users, const std::string& access_key) {
+  const auto user = std::find_if(users.begin(), users.end(), [&](const User& u) { return u.access_key == access_key; });
+  if (user == users.end()) throw S3Error("InvalidAccessKeyId", "the access key '" + access_key + "' is not known here");
+  return *user;
+}
+
+void check_post_form_signature(const std::string& expected, const std::string& provided,
+                               const std::string& access_key, const std::string& policy) {
+  if (constant_time_equal(expected, provided)) return;
+  S3Error error("SignatureDoesNotMatch",
+                "the signature of the POST policy we calculated does not match the signature you provided");
+  error.details = {{"AWSAccessKeyId", access_key}, {"StringToSign", policy}, {"SignatureProvided", provided}};
+  throw error;
+}
+
 const User& verify_post_form_v4(const std::string& credential, const std::string& policy, const std::string& signature,
                                 const std::vector<User>& users) {
   const Credential parsed = parse_credential(credential, "InvalidArgument");
-  const auto user = std::find_if(users.begin(), users.end(),
-                                 [&](const User& u) { return u.access_key == parsed.access_key; });
-  if (user == users.end()) {
-    throw S3Error("InvalidAccessKeyId", "the access key '" + parsed.access_key + "' is not known here");
-  }
-  const auto key = sigv4::signing_key(user->secret_key, parsed.date, parsed.region, sigv4::kS3Service);
-  if (!constant_time_equal(sigv4::signature(key, policy), signature)) {
-    S3Error error("SignatureDoesNotMatch",
-                  "the signature of the POST policy we calculated does not match the signature you provided");
-    error.details = {{"AWSAccessKeyId", parsed.access_key}, {"StringToSign", policy}, {"SignatureProvided", signature}};
-    throw error;
-  }
-  return *user;
+  const User& user = user_of_access_key(users, parsed.access_key);
+  const auto key = sigv4::signing_key(user.secret_key, parsed.date, parsed.region, sigv4::kS3Service);
+  check_post_form_signature(sigv4::signature(key, policy), signature, parsed.access_key, policy);
+  return user;
 }
 
 Authentication authenticate(const S3Request& request, const std::vector<User>& users, std::time_t now) {
@@ -240,15 +246,11 @@ Authentication authenticate(const S3Request& request, const std::vector<User>& u
     return anonymous;
   }
 
-  const auto user = std::find_if(users.begin(), users.end(),
-                                 [&](const User& u) { return u.access_key == claim.credential.access_key; });
-  if (user == users.end()) {
-    throw S3Error("InvalidAccessKeyId", "the access key '" + claim.credential.access_key + "' is not known here");
-  }
+  const User* user = &user_of_access_key(users, claim.credential.access_key);
   check_time(request, claim, now);
 
   Authentication auth;
-  auth.user = &*user;
+  auth.user = user;
   std::string payload_hash = request.header("x-amz-content-sha256");
   if (claim.presigned) {
     if (payload_hash.empty()) payload_hash = sigv4::kUnsignedPayload;

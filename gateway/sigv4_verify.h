@@ -56,6 +56,14 @@ inline constexpr std::time_t kMaxClockSkewSeconds = 15 * 60;
 // InvalidArgument (bad x-amz-content-sha256).
 Authentication authenticate(const S3Request& request, const std::vector<User>& users, std::time_t now);
 
+// The user whose access key this is. Throws S3Error InvalidAccessKeyId.
+const User& user_of_access_key(const std::vector<User>& users, const std::string& access_key);
+
+// Throws SignatureDoesNotMatch unless `provided` is the `expected` signature
+// of a browser POST form's base64 `policy` (either version's).
+void check_post_form_signature(const std::string& expected, const std::string& provided,
+                               const std::string& access_key, const std::string& policy);
+
 // A browser POST form signed with Version 4: `signature` must be the hex
 // HMAC-SHA256 of the form's base64 `policy` under the signing key of
 // `credential` (x-amz-credential: ACCESSKEY/YYYYMMDD/REGION/s3/aws4_request).

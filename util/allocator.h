@@ -1,6 +1,8 @@
 // Process-wide memory allocator settings, applied once at start-up.
 #pragma once
 
+#include <cstddef>
+
 namespace keel {
 
 // Keeps the multi-MiB buffers the data path allocates and frees (read
@@ -16,5 +18,10 @@ namespace keel {
 // (about 0.2 CPU-s on the development VM) in 4 KiB pages. Call before
 // anything else uses OpenSSL.
 void keep_large_allocations_in_heap();
+
+// malloc(n), from the heap even above the largest mmap threshold glibc
+// takes (32 MiB), so that the memory is kept for reuse once freed (what
+// OpenSSL's scrypt allocates goes there; see allocator.cc).
+void* malloc_in_heap(size_t n);
 
 }  // namespace keel

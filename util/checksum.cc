@@ -29,7 +29,16 @@ void update128(XXH3_state_t* state, const void* data, size_t size) {
   chosen(state, data, size);
 }
 
+using Hash64 = uint64_t (*)(const void* data, size_t size);
+
+uint64_t library_hash64(const void* data, size_t size) { return XXH3_64bits(data, size); }
+
 }  // namespace
+
+uint64_t xxh3_64(ByteView data) {
+  static const Hash64 chosen = xxh3_avx2::available() ? xxh3_avx2::hash64 : library_hash64;
+  return chosen(data.data(), data.size());
+}
 
 Xxh3Stream::Xxh3Stream() : state_(XXH3_createState()) {
   if (!state_) throw std::bad_alloc();

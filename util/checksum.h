@@ -11,7 +11,9 @@
 
 namespace keel {
 
-inline uint64_t xxh3_64(ByteView data) { return XXH3_64bits(data.data(), data.size()); }
+// On AVX2 where the CPU has it (util/xxh3_avx2.h): every stored blob is
+// hashed once when packed and again whenever read.
+uint64_t xxh3_64(ByteView data);
 
 using Hash128 = std::array<uint8_t, 16>;  // canonical (big-endian) form
 

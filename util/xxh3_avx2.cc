@@ -25,4 +25,6 @@ void update128(void* state, const void* data, size_t size) {
   XXH3_128bits_update(static_cast<XXH3_state_t*>(state), data, size);
 }
 
+uint64_t hash64(const void* data, size_t size) { return XXH3_64bits(data, size); }
+
 }  // namespace keel::xxh3_avx2

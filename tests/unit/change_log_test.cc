@@ -106,8 +106,8 @@ struct Hosts {
     ThreadPool uploads(1, 2);
     ByteBudget budget(1 << 20);
     ContentWriter writer(repo.content(), PackWriterOptions{64 << 10, 64 << 10}, uploads, budget);
-    Bytes sealed, scratch;
-    seal_blob(repo.keys().data, nullptr, id, raw, sealed, scratch);
+    Bytes sealed;
+    seal_blob(repo.keys().data, nullptr, id, raw, sealed);
     writer.add(catalog::BlobType::kData, id, static_cast<uint32_t>(raw.size()), sealed);
     writer.flush();
     std::vector<LoggedPack> packs = writer.take_committed();

@@ -1,4 +1,4 @@
-// XXH3-128 streams (util/checksum.h) against the library's one-shot hash,
+// XXH3-128 streams and XXH3-64 (util/checksum.h) against the library's one-shot hashes,
 // whichever kernel the CPU runs (util/xxh3_avx2.h where it has AVX2).
 #include "util/checksum.h"
 
@@ -69,4 +69,16 @@ TEST_CASE("the AVX2 kernel updates the library's state as the library does", "[c
   XXH128_hash_t want = XXH3_128bits(data.data(), data.size());
   CHECK(got.low64 == want.low64);
   CHECK(got.high64 == want.high64);
+}
+
+TEST_CASE("xxh3_64 equals the library's one-shot hash on either kernel", "[checksum]") {
+  std::mt19937 rng(13);
+  // Short inputs (no vector kernel), around the 240-byte and 1 KiB edges, and
+  // many blocks through the vector kernel.
+  for (size_t size : {0, 1, 16, 17, 128, 129, 240, 241, 1023, 1024, 1025, 100'000, (1 << 20) + 77}) {
+    Bytes data = keel::test::random_bytes(size, rng());
+    INFO("size " << size);
+    CHECK(keel::xxh3_64(data) == XXH3_64bits(data.data(), data.size()));
+    if (keel::xxh3_avx2::available()) CHECK(keel::xxh3_avx2::hash64(data.data(), data.size()) == XXH3_64bits(data.data(), data.size()));
+  }
 }

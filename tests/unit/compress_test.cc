@@ -70,6 +70,24 @@ TEST_CASE("compress appends to the output", "[compress]") {
   CHECK(round_trip(ByteView(out).subspan(3), text.size()) == text);
 }
 
+TEST_CASE("the frame view holds the frame the appending call appends", "[compress]") {
+  // Large, then small, then random, then small again: each view is of the
+  // compressor's one buffer, sized by the larger chunk before it.
+  const Bytes inputs[] = {text_bytes(1 << 20, 5), text_bytes(5000, 6), random_bytes(100000, 7), text_bytes(3000, 8)};
+  Compressor viewing(1), appending(1);
+  for (const Bytes& input : inputs) {
+    INFO(input.size() << " bytes");
+    const std::optional<ByteView> frame = viewing.compress(input);
+    Bytes appended;
+    const bool shrank = appending.compress(input, appended);
+    REQUIRE(frame.has_value() == shrank);
+    if (!frame) continue;
+    CHECK(frame->size() < input.size());
+    CHECK(Bytes(frame->begin(), frame->end()) == appended);
+    CHECK(round_trip(*frame, input.size()) == input);
+  }
+}
+
 TEST_CASE("the configured level is used", "[compress]") {
   const Bytes text = text_bytes(1 << 20, 2);
   Bytes fast, strong;

@@ -86,11 +86,11 @@ struct Store {
     ThreadPool uploads(2, 4);
     ByteBudget budget(1 << 20);
     ContentWriter writer(content, PackWriterOptions{pack_size, kPartSize}, uploads, budget);
-    Bytes sealed, scratch;
+    Bytes sealed;
     for (size_t i = 0; i < count; ++i) {
       Bytes raw = test::random_bytes(size, ids.size() + 1);
       Id id = keyed_id(keys.id, forged.count(i) ? test::random_bytes(size, 1000 + i) : raw);  // reads check it
-      seal_blob(key, nullptr, id, raw, sealed, scratch);
+      seal_blob(key, nullptr, id, raw, sealed);
       writer.add(type, id, static_cast<uint32_t>(raw.size()), sealed);
       ids.push_back(id);
       plain.push_back(std::move(raw));
