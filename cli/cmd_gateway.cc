@@ -114,7 +114,7 @@ int cmd_gateway(App& app, const Args& args) {
   for (const auto& url : server.urls()) std::cout << "listening on " << url << std::endl;
   if (rdma) std::cout << "rdma on " << api.config().rdma_listen->host << ":" << rdma->port() << std::endl;
   if (const auto url = server.metrics_url()) std::cout << "metrics on " << *url << std::endl;
-  gateway::LifecycleSweeper lifecycle(api, api.config().lifecycle_interval, std::cerr);
+  gateway::LifecycleSweeper lifecycle(api, api.config().lifecycle_interval, metrics, std::cerr);
   server.run();
   app.say("keel gateway stopped");
   return 0;

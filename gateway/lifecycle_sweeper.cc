@@ -5,8 +5,8 @@
 
 namespace keel::gateway {
 
-LifecycleSweeper::LifecycleSweeper(S3Api& api, std::chrono::seconds interval, std::ostream& log)
-    : api_(api), interval_(interval), log_(log), thread_([this] { run(); }) {}
+LifecycleSweeper::LifecycleSweeper(S3Api& api, std::chrono::seconds interval, Metrics& metrics, std::ostream& log)
+    : api_(api), interval_(interval), metrics_(metrics), log_(log), thread_([this] { run(); }) {}
 
 LifecycleSweeper::~LifecycleSweeper() {
   {
@@ -22,7 +22,11 @@ void LifecycleSweeper::run() {
   while (!stop_.wait_for(lock, interval_, [this] { return stopping_; })) {
     lock.unlock();
     try {
+      const auto started = std::chrono::steady_clock::now();
       const auto sweep = api_.sweep_lifecycle(now_ns(), kSweepBudget);
+      metrics_.record_lifecycle_sweep(
+          {sweep.expired, sweep.noncurrent_removed, sweep.delete_markers_removed, sweep.uploads_aborted},
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
       if (kept_in_pass_ == 0 && !sweep.kept.empty()) first_kept_ = sweep.kept.front();
       kept_in_pass_ += sweep.kept.size();
       if (sweep.finished) {

@@ -80,6 +80,16 @@ void Metrics::set_open_connections(size_t open) {
   open_connections_ = open;
 }
 
+void Metrics::record_lifecycle_sweep(const LifecycleFigures& removed, double seconds) {
+  std::lock_guard lock(mutex_);
+  ++lifecycle_sweeps_;
+  lifecycle_removed_.objects_expired += removed.objects_expired;
+  lifecycle_removed_.versions_expired += removed.versions_expired;
+  lifecycle_removed_.delete_markers_removed += removed.delete_markers_removed;
+  lifecycle_removed_.uploads_aborted += removed.uploads_aborted;
+  lifecycle_last_seconds_ = seconds;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mutex_);
   PrometheusText out;
@@ -123,6 +133,22 @@ std::string Metrics::render() const {
   for (const auto& [event, count] : connection_events_) {
     out.sample("keel_gateway_connection_events_total", PrometheusText::label("event", event), count);
   }
+  const auto single = [&](const char* name, const char* type, const char* help, auto value) {
+    out.family(name, type, help);
+    out.sample(name, "", value);
+  };
+  single("keel_gateway_lifecycle_sweeps_total", "counter", "Lifecycle sweep runs completed.", lifecycle_sweeps_);
+  single("keel_gateway_lifecycle_objects_expired_total", "counter",
+         "Current versions the lifecycle rules expired (a delete marker added, or the object removed).",
+         lifecycle_removed_.objects_expired);
+  single("keel_gateway_lifecycle_versions_expired_total", "counter",
+         "Noncurrent versions the lifecycle rules removed.", lifecycle_removed_.versions_expired);
+  single("keel_gateway_lifecycle_delete_markers_removed_total", "counter",
+         "Expired object delete markers the lifecycle rules removed.", lifecycle_removed_.delete_markers_removed);
+  single("keel_gateway_lifecycle_uploads_aborted_total", "counter",
+         "Incomplete multipart uploads the lifecycle rules aborted.", lifecycle_removed_.uploads_aborted);
+  single("keel_gateway_lifecycle_last_sweep_seconds", "gauge", "Seconds the last completed lifecycle sweep run took.",
+         lifecycle_last_seconds_);
   return out.take();
 }
 

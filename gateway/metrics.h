@@ -1,6 +1,6 @@
 // The gateway's Prometheus metrics: requests by S3 operation and status,
 // bytes received and sent, a request latency histogram and the dedupe ratio
-// of each repository behind dedupe buckets, rendered in the Prometheus text
+// of each repository behind dedupe buckets, the lifecycle sweep's work, rendered in the Prometheus text
 // exposition format for GET /metrics. Thread-safe.
 #pragma once
 
@@ -19,6 +19,14 @@ struct DedupeFigures {
   std::string repository;  // its location
   uint64_t logical_bytes = 0;  // object and part bytes clients wrote
   uint64_t stored_bytes = 0;   // bytes added to the repository for them (sealed chunks)
+};
+
+// What one lifecycle sweep run removed.
+struct LifecycleFigures {
+  uint64_t objects_expired = 0;    // current versions expired (a delete marker added, or the object removed)
+  uint64_t versions_expired = 0;   // noncurrent versions removed
+  uint64_t delete_markers_removed = 0;
+  uint64_t uploads_aborted = 0;
 };
 
 class Metrics {
@@ -42,6 +50,9 @@ class Metrics {
   // "refused_client_cap", "slow_body_cut") and the connections open now.
   void record_connection_event(const std::string& event);
   void set_open_connections(size_t open);
+
+  // A lifecycle sweep run that completed: what it removed and its seconds.
+  void record_lifecycle_sweep(const LifecycleFigures& removed, double seconds);
 
   // Text exposition format, version 0.0.4.
   std::string render() const;
@@ -67,6 +78,9 @@ class Metrics {
   size_t rdma_sessions_ = 0;
   std::map<std::string, uint64_t> connection_events_;
   size_t open_connections_ = 0;
+  uint64_t lifecycle_sweeps_ = 0;
+  LifecycleFigures lifecycle_removed_;  // totals
+  double lifecycle_last_seconds_ = 0;
 };
 
 }  // namespace keel::gateway

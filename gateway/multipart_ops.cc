@@ -471,6 +471,11 @@ Response S3Api::abort_upload(const Call& call) {
 Response S3Api::list_parts(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
   const UploadRecord upload = upload_for(call, *bucket);
+  // AWS asks for an SSE-C upload's key only when it was created with a checksum algorithm
+  // (the parts' checksums are of the plaintext); a key sent anyway must be the upload's.
+  if (!upload.checksum_algorithm.empty() || customer_key(call.request, false)) {
+    encryption_for_read(call.request, upload.encryption, false, keys_);
+  }
   const size_t max_parts = parse_max(call.request, "max-parts", 1000);
   const int marker = static_cast<int>(
       std::min<uint64_t>(parse_size(call.request.query_value("part-number-marker").value_or("0"), "part-number-marker"),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gateway/encryption.h"
 #include "gateway/payload_checks.h"
 #include "gateway/s3_api.h"
 #include "gateway/s3_api_util.h"
@@ -49,6 +50,8 @@ Response S3Api::object_attributes(const Call& call) {
     object = metadata_.object(bucket->record.name, call.request.key, version_id);
   }
   check_readable(object, call.request.key, version_id);
+  // An SSE-C object's attributes need its key, as its GET and HEAD do (AWS): the same check, same errors.
+  encryption_for_read(call.request, object->encryption, false, keys_);
   XmlWriter xml;
   xml.open("GetObjectAttributesResponse", kS3Namespace);
   if (wanted.contains("ETag")) xml.element("ETag", object->etag);  // unquoted, as S3 sends it here
