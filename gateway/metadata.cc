@@ -102,6 +102,13 @@ const std::vector<catalog::Migration> kMigrations = {
         "ALTER TABLE objects ADD COLUMN encryption BLOB NOT NULL DEFAULT x''",
         "ALTER TABLE uploads ADD COLUMN encryption BLOB NOT NULL DEFAULT x''",
     },
+    // 10: a key's uploads listed and paged by upload id, which begins with the
+    // initiation time (multipart_ops.cc); paging by id in initiation order
+    // skipped or repeated uploads of a key that had several.
+    {
+        "DROP INDEX IF EXISTS uploads_by_key",
+        "CREATE INDEX uploads_by_key ON uploads(bucket, key, upload_id)",
+    },
 };
 
 Bytes encode_headers(const NameValues& headers) {
@@ -546,7 +553,7 @@ std::vector<UploadRecord> MetadataStore::list_uploads(const std::string& bucket,
       std::string("SELECT ") + kUploadColumns +
       " FROM uploads WHERE bucket = ?1 AND substr(key, 1, length(?2)) = ?2"
       " AND (key > ?3 OR (?4 != '' AND key = ?3 AND upload_id > ?4))"
-      " ORDER BY key, initiated_ns, upload_id LIMIT ?5"));
+      " ORDER BY key, upload_id LIMIT ?5"));
   s->bind_text(1, bucket);
   s->bind_text(2, prefix);
   s->bind_text(3, key_marker);

@@ -180,7 +180,7 @@ class MetadataStore {
   // Multipart uploads.
   void create_upload(const UploadRecord& upload);
   std::optional<UploadRecord> upload(const std::string& upload_id);
-  // Uploads in (key, initiated, id) order after the marker, at most `limit`.
+  // Uploads in (key, upload id) order after the marker (a key, and an upload id of that key or ""), at most `limit`.
   std::vector<UploadRecord> list_uploads(const std::string& bucket, const std::string& prefix,
                                          const std::string& key_marker, const std::string& upload_id_marker,
                                          size_t limit);

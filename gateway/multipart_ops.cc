@@ -1,5 +1,6 @@
 // The multipart upload operations of S3Api.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "gateway/acl.h"
@@ -69,6 +70,15 @@ UploadRecord S3Api::upload_for(const Call& call, const Bucket& bucket) {
 
 namespace {
 
+// An upload's id: its initiation time (16 hex digits), then 64 random bits.
+// Ids sort as their uploads began, so that ListMultipartUploads pages through
+// a key's uploads by id in the order S3 lists them (by initiation).
+std::string new_upload_id(int64_t initiated_ns) {
+  char time_hex[17];
+  std::snprintf(time_hex, sizeof time_hex, "%016llx", static_cast<unsigned long long>(initiated_ns));
+  return time_hex + Id::random().hex().substr(0, 16);
+}
+
 // Headers of CreateMultipartUpload that act when the upload completes: kept
 // with the upload's headers, never stored as the object's metadata.
 constexpr std::string_view kOnCompletion[] = {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
@@ -122,8 +132,9 @@ Response S3Api::create_upload(const Call& call) {
     if (acts_on_completion(name)) headers.emplace_back(name, value);
   }
   const ObjectEncryption encryption = write_encryption(call.request, *bucket);
-  UploadRecord upload{Id::random().hex().substr(0, 32), bucket->record.name, call.request.key, call.user.name,
-                      now_ns(), std::move(headers), call.request.header("x-amz-checksum-algorithm"),
+  const int64_t initiated_ns = now_ns();
+  UploadRecord upload{new_upload_id(initiated_ns), bucket->record.name, call.request.key, call.user.name,
+                      initiated_ns, std::move(headers), call.request.header("x-amz-checksum-algorithm"),
                       encode_encryption(encryption.stored)};
   for (char& c : upload.checksum_algorithm) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!upload.checksum_algorithm.empty()) checksummer_for(upload.checksum_algorithm);
@@ -521,32 +532,35 @@ Response S3Api::list_uploads(const Call& call) {
   const auto bucket = bucket_for(call, Access::kRead);
   const S3Request& r = call.request;
   const size_t max_uploads = parse_max(r, "max-uploads", 1000);
-  const ListingRequest encoding{"", "", parse_encoding_type(r)};
-  const std::string prefix = r.query_value("prefix").value_or("");
+  const ListingRequest q{r.query_value("prefix").value_or(""), r.query_value("delimiter").value_or(""),
+                         parse_encoding_type(r), max_uploads};
+  // S3 ignores an upload-id-marker without a key-marker.
   const std::string key_marker = r.query_value("key-marker").value_or("");
-  const std::string id_marker = r.query_value("upload-id-marker").value_or("");
-  std::vector<UploadRecord> uploads;
+  const ListCursor after{key_marker, key_marker.empty() ? "" : r.query_value("upload-id-marker").value_or("")};
+  const UploadListingPage page = list_page(
+      [&](const ListCursor& from, size_t limit) {
+        std::lock_guard lock(mutex_);
+        return metadata_.list_uploads(bucket->record.name, q.prefix, from.key, from.version_id, limit);
+      },
+      q.prefix, q.delimiter, after, q.max_keys);
   bool owner_enforced = false;
   {
     std::lock_guard lock(mutex_);
-    uploads = metadata_.list_uploads(bucket->record.name, prefix, key_marker, id_marker, max_uploads + 1);
     owner_enforced = bucket->rules->acls_disabled();
   }
-  const bool truncated = uploads.size() > max_uploads;
-  if (truncated) uploads.resize(max_uploads);
   XmlWriter xml;
   xml.open("ListMultipartUploadsResult", kS3Namespace)
       .element("Bucket", bucket->record.name)
-      .element("KeyMarker", encoding.encode(key_marker))
-      .element("UploadIdMarker", id_marker)
-      .element("NextKeyMarker", encoding.encode(uploads.empty() ? key_marker : uploads.back().key))
-      .element("NextUploadIdMarker", uploads.empty() ? id_marker : uploads.back().upload_id)
-      .element("Prefix", encoding.encode(prefix))
-      .element("MaxUploads", static_cast<uint64_t>(max_uploads))
-      .element("IsTruncated", truncated);
-  if (encoding.url) xml.element("EncodingType", "url");
-  for (const auto& upload : uploads) {
-    xml.open("Upload").element("Key", encoding.encode(upload.key)).element("UploadId", upload.upload_id);
+      .element("KeyMarker", q.encode(after.key))
+      .element("UploadIdMarker", after.version_id)
+      .element("NextKeyMarker", q.encode(page.last.empty() ? after.key : page.last))
+      .element("NextUploadIdMarker", page.last.empty() ? after.version_id : page.last_version_id)
+      .element("Prefix", q.encode(q.prefix));
+  if (!q.delimiter.empty()) xml.element("Delimiter", q.encode(q.delimiter));
+  xml.element("MaxUploads", static_cast<uint64_t>(max_uploads)).element("IsTruncated", page.truncated);
+  if (q.url) xml.element("EncodingType", "url");
+  for (const auto& upload : page.objects) {
+    xml.open("Upload").element("Key", q.encode(upload.key)).element("UploadId", upload.upload_id);
     user_element(xml, "Initiator", upload.initiator);
     user_element(xml, "Owner", owner_enforced ? bucket->record.owner : upload.initiator);
     xml.element("StorageClass", "STANDARD").element("Initiated", iso8601(upload.initiated_ns));
@@ -556,6 +570,7 @@ Response S3Api::list_uploads(const Call& call) {
     }
     xml.close();
   }
+  for (const auto& p : page.common_prefixes) xml.open("CommonPrefixes").element("Prefix", q.encode(p)).close();
   return xml_response(xml.finish());
 }
 

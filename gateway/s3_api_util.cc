@@ -89,22 +89,29 @@ std::string listing_url_encode(std::string_view text) {
 
 std::string ListingRequest::encode(const std::string& text) const { return url ? listing_url_encode(text) : text; }
 
-ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
-                      const ListCursor& after, size_t max_keys) {
+namespace {
+
+ListCursor cursor_at(const ObjectRecord& object) { return {object.key, object.version_id}; }
+ListCursor cursor_at(const UploadRecord& upload) { return {upload.key, upload.upload_id}; }
+
+template <class Record>
+ListingPageOf<Record> list_page_of(
+    const std::function<std::vector<Record>(const ListCursor& after, size_t limit)>& fetch,
+    const std::string& prefix, const std::string& delimiter, const ListCursor& after, size_t max_keys) {
   constexpr size_t kBatch = 1000;
-  ListingPage page;
+  ListingPageOf<Record> page;
   if (max_keys == 0) return page;  // as S3: nothing listed, and not truncated
   size_t entries = 0;
   ListCursor cursor = after;
   while (true) {
     const auto batch = fetch(cursor, kBatch);
     bool skipped_ahead = false;
-    for (const auto& object : batch) {
-      cursor = {object.key, object.version_id};
+    for (const auto& record : batch) {
+      cursor = cursor_at(record);
       std::optional<std::string> rolled_up;
       if (!delimiter.empty()) {
-        const size_t at = object.key.find(delimiter, prefix.size());
-        if (at != std::string::npos) rolled_up = object.key.substr(0, at + delimiter.size());
+        const size_t at = record.key.find(delimiter, prefix.size());
+        if (at != std::string::npos) rolled_up = record.key.substr(0, at + delimiter.size());
       }
       // A common prefix that the marker is in (or is) went out on an earlier page.
       const bool already_listed = rolled_up && after.key.starts_with(*rolled_up);
@@ -119,9 +126,9 @@ ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, cons
           page.last = *rolled_up;
           page.last_version_id.clear();
         } else {
-          page.objects.push_back(object);
-          page.last = object.key;
-          page.last_version_id = object.version_id;
+          page.objects.push_back(record);
+          page.last = cursor.key;
+          page.last_version_id = cursor.version_id;
         }
       }
       if (rolled_up) {
@@ -134,6 +141,18 @@ ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, cons
     }
     if (!skipped_ahead && batch.size() < kBatch) return page;
   }
+}
+
+}  // namespace
+
+ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
+                      const ListCursor& after, size_t max_keys) {
+  return list_page_of(fetch, prefix, delimiter, after, max_keys);
+}
+
+UploadListingPage list_page(const FetchUploads& fetch, const std::string& prefix, const std::string& delimiter,
+                            const ListCursor& after, size_t max_uploads) {
+  return list_page_of(fetch, prefix, delimiter, after, max_uploads);
 }
 
 std::optional<ByteRange> parse_range(const std::string& header, uint64_t size) {

@@ -67,19 +67,27 @@ struct ListCursor {
   std::string version_id;
 };
 
-struct ListingPage {
-  std::vector<ObjectRecord> objects;
+// Records are objects, versions (the cursor's second part a version id) or
+// multipart uploads (an upload id).
+template <class Record>
+struct ListingPageOf {
+  std::vector<Record> objects;
   std::vector<std::string> common_prefixes;
   bool truncated = false;
   std::string last;  // the last key or common prefix on the page
-  std::string last_version_id;  // the last entry's version id ("" for a common prefix)
+  std::string last_version_id;  // the last entry's version or upload id ("" for a common prefix)
 };
-// fetch(after, limit): objects (or versions) under the prefix after the cursor, in order.
+using ListingPage = ListingPageOf<ObjectRecord>;
+using UploadListingPage = ListingPageOf<UploadRecord>;
+// fetch(after, limit): records under the prefix after the cursor, in order.
 using FetchObjects = std::function<std::vector<ObjectRecord>(const ListCursor& after, size_t limit)>;
-// One page of a listing: objects and common prefixes (rolled up at the first
+using FetchUploads = std::function<std::vector<UploadRecord>(const ListCursor& after, size_t limit)>;
+// One page of a listing: records and common prefixes (rolled up at the first
 // delimiter after the prefix) after `after`, max_keys entries in all.
 ListingPage list_page(const FetchObjects& fetch, const std::string& prefix, const std::string& delimiter,
                       const ListCursor& after, size_t max_keys);
+UploadListingPage list_page(const FetchUploads& fetch, const std::string& prefix, const std::string& delimiter,
+                            const ListCursor& after, size_t max_uploads);
 
 struct ByteRange {
   uint64_t first = 0;

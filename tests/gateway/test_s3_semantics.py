@@ -156,6 +156,38 @@ class SemanticsTest(unittest.TestCase):
         left = {v["Key"] for v in s3.list_object_versions(Bucket=bucket)["Versions"]}
         self.assertEqual(left, {"ü .. %", "_"})
 
+    def test_upload_listing_rolls_up_prefixes_and_pages_each_upload_once(self):
+        """ListMultipartUploads: a delimiter rolls keys up into CommonPrefixes (each one entry of
+        max-uploads), pages of every size list what one page does, and a key's several uploads come
+        in the order they began, each once, however the pages cut them."""
+        s3 = self.s3
+        bucket = self.new_bucket()
+        began = {}
+        for key in ["a/1", "a/2", "b", "c/x/1", "c/y", "d", "k", "k", "k", "k y"]:
+            began.setdefault(key, []).append(s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"])
+
+        def pages(**params):
+            uploads, prefixes, markers = [], [], {}
+            while True:
+                page = s3.list_multipart_uploads(Bucket=bucket, **params, **markers)
+                uploads += [(u["Key"], u["UploadId"]) for u in page.get("Uploads", [])]
+                prefixes += [p["Prefix"] for p in page.get("CommonPrefixes", [])]
+                if not page["IsTruncated"]:
+                    return uploads, prefixes
+                markers = {"KeyMarker": page["NextKeyMarker"], "UploadIdMarker": page["NextUploadIdMarker"]}
+
+        in_order = [(key, upload) for key in sorted(began) for upload in began[key]]
+        whole = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/")
+        self.assertEqual(whole.get("Delimiter"), "/")
+        self.assertEqual([p["Prefix"] for p in whole["CommonPrefixes"]], ["a/", "c/"])
+        rolled = [u for u in in_order if "/" not in u[0]]
+        self.assertEqual([(u["Key"], u["UploadId"]) for u in whole["Uploads"]], rolled)
+        for size in (1, 2, 3):
+            self.assertEqual(pages(Delimiter="/", MaxUploads=size), (rolled, ["a/", "c/"]), size)
+            self.assertEqual(pages(MaxUploads=size), (in_order, []), size)
+        self.assertEqual(pages(Prefix="c/", Delimiter="/"), ([("c/y", began["c/y"][0])], ["c/x/"]))
+        self.assertEqual(pages(Prefix="k", MaxUploads=1), ([("k", u) for u in began["k"]] + [("k y", began["k y"][0])], []))
+
     # --- 2: retries -------------------------------------------------------------
 
     def test_retried_completion_and_reuploaded_parts(self):
