@@ -99,6 +99,23 @@ class AccessTest(unittest.TestCase):
         # Only the owner changes the bucket's ACL.
         self.assertEqual(code(lambda: self.bob.put_bucket_acl(Bucket=bucket, ACL="public-read")), (403, "AccessDenied"))
 
+    def test_grants_listed_groups_first_then_users_by_name(self):
+        """S3 gives grant order no meaning; conformance suites compare it with RGW's: group grants
+        first (in the order given), then user grants by user."""
+        bucket = self.new_bucket(ACL="public-read-write")
+        listed = lambda: [(g["Grantee"].get("URI", g["Grantee"].get("DisplayName")), g["Permission"])
+                          for g in self.alice.get_bucket_acl(Bucket=bucket)["Grants"]]
+        all_users = "http://acs.amazonaws.com/groups/global/AllUsers"
+        self.assertEqual(listed(), [(all_users, "READ"), (all_users, "WRITE"), ("alice", "FULL_CONTROL")])
+        owner = self.alice.get_bucket_acl(Bucket=bucket)["Owner"]
+        bob_id = self.bob.list_buckets()["Owner"]["ID"]
+        user = lambda id_: {"Type": "CanonicalUser", "ID": id_}
+        self.alice.put_bucket_acl(Bucket=bucket, AccessControlPolicy={"Owner": owner, "Grants": [
+            {"Grantee": user(bob_id), "Permission": "READ"},
+            {"Grantee": user(owner["ID"]), "Permission": "FULL_CONTROL"},
+            {"Grantee": {"Type": "Group", "URI": all_users}, "Permission": "READ_ACP"}]})
+        self.assertEqual(listed(), [(all_users, "READ_ACP"), ("alice", "FULL_CONTROL"), ("bob", "READ")])
+
     def test_explicit_grants_by_canonical_id(self):
         bucket = self.new_bucket()
         self.alice.put_object(Bucket=bucket, Key="report", Body=b"r")
