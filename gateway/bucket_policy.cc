@@ -277,6 +277,13 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
               statement.everyone = true;
               continue;
             }
+            // An account's root stands for every user of the account, and the gateway's users are
+            // one account whatever number the ARN names (as with :user/NAME below).
+            if (kind == "AWS" && principal.starts_with("arn:aws:iam::") && principal.ends_with(":root") &&
+                principal.find('/') == std::string::npos) {
+              statement.all_users = true;
+              continue;
+            }
             const auto user = std::find_if(users.begin(), users.end(), [&](const User& u) {
               return kind == "CanonicalUser" ? canonical_id(u.name) == principal
                                              : principal == u.name || (principal.starts_with("arn:aws:iam::") &&
@@ -344,7 +351,7 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
         malformed("the statement element '" + name + "' is not supported");
       }
     }
-    if (!statement.everyone && statement.users.empty()) malformed("a statement needs a Principal or NotPrincipal");
+    if (!statement.everyone && !statement.all_users && statement.users.empty()) malformed("a statement needs a Principal or NotPrincipal");
     if (statement.actions.empty()) malformed("a statement needs an Action or NotAction");
     if (statement.resources.empty()) malformed("a statement needs a Resource or NotResource");
     policy.statements_.push_back(std::move(statement));
@@ -398,9 +405,10 @@ PolicyEffect BucketPolicy::evaluate(const PolicyRequest& request) const {
   const std::string action = ascii_lower(request.action);
   PolicyEffect effect = PolicyEffect::kNone;
   for (const auto& statement : statements_) {
-    const bool named = statement.everyone || (!request.user.empty() &&
-                                              std::find(statement.users.begin(), statement.users.end(),
-                                                        request.user) != statement.users.end());
+    const bool named = statement.everyone ||
+                       (!request.user.empty() && (statement.all_users || std::find(statement.users.begin(),
+                                                                                   statement.users.end(),
+                                                                                   request.user) != statement.users.end()));
     const bool listed_action = std::any_of(statement.actions.begin(), statement.actions.end(),
                                            [&](const std::string& a) { return wildcard_match(a, action); });
     const bool listed_resource = std::any_of(statement.resources.begin(), statement.resources.end(),

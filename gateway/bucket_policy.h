@@ -1,6 +1,6 @@
 // A bucket policy subset (the JSON of PutBucketPolicy): statements with
 // Effect Allow or Deny, Principal or NotPrincipal ("*", {"AWS": user name, IAM
-// user ARN or "*"}, {"CanonicalUser": id}), Action or NotAction (s3:..., with *
+// user ARN, account root ARN or "*"}, {"CanonicalUser": id}), Action or NotAction (s3:..., with *
 // and ? wildcards), Resource or NotResource (ARNs of this bucket and its
 // objects, wildcards allowed), and Condition operators IpAddress/NotIpAddress on
 // aws:SourceIp, String(Not)Equals/String(Not)Like on s3:prefix, s3:x-amz-acl,
@@ -62,7 +62,8 @@ class BucketPolicy {
   };
   struct Statement {
     bool allow = true;
-    bool everyone = false;
+    bool everyone = false;   // "*": anonymous requests too
+    bool all_users = false;  // an account's root (arn:aws:iam::ACCOUNT:root): every signed request
     std::vector<std::string> users;
     std::vector<std::string> actions;    // lower case patterns
     std::vector<std::string> resources;  // patterns

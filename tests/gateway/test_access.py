@@ -182,7 +182,8 @@ class AccessTest(unittest.TestCase):
         """The policy S3's documentation gives for "every object SSE-S3" (a Deny for another
         algorithm, a Deny for none: Null, and StringNotEquals holding for a missing header),
         answered 403 before the encryption headers are judged; NotPrincipal, NotAction and
-        NotResource; Bool aws:SecureTransport; ListBucket apart from ListBucketVersions."""
+        NotResource (and an account's root ARN); Bool aws:SecureTransport; ListBucket apart from
+        ListBucketVersions."""
         bucket = self.new_bucket()
         arn = f"arn:aws:s3:::{bucket}"
 
@@ -238,6 +239,14 @@ class AccessTest(unittest.TestCase):
         self.assertEqual(code(lambda: self.alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [{
             "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{arn}/*",
             "Condition": {"NullIfExists": {"s3:x-amz-acl": "true"}}}]}))), (400, "MalformedPolicy"))
+
+        # An account's root ARN is every user (the gateway's users are one account): everyone but
+        # them is the anonymous requests, which makes the policy public.
+        put_policy({"Effect": "Allow", "NotPrincipal": {"AWS": "arn:aws:iam::s3tenant1:root"},
+                    "Action": "s3:ListBucket", "Resource": arn})
+        self.assertTrue(self.alice.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"])
+        self.assertEqual(len(self.anon.list_objects_v2(Bucket=bucket)["Contents"]), 2)
+        self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
 
     def test_objects_belong_to_their_writer(self):
         """As S3 without BucketOwnerEnforced: what another user writes into a bucket by a grant is

@@ -360,6 +360,19 @@ TEST_CASE("policy: NotPrincipal, NotAction and NotResource", "[gateway][policy]"
       "v", kUsers);
   CHECK(nobody.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "bob")) == PolicyEffect::kNone);
   CHECK(nobody.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "")) == PolicyEffect::kNone);
+  // An account's root is every user (the gateway's users are one account), not anonymous requests.
+  CHECK(public_of(R"("NotPrincipal": {"AWS": "arn:aws:iam::s3tenant1:root"})"));
+  CHECK_FALSE(public_of(R"("Principal": {"AWS": "arn:aws:iam::123456789012:root"})"));
+  const BucketPolicy account = BucketPolicy::parse(
+      R"({"Statement": {"Effect": "Deny", "Principal": {"AWS": "arn:aws:iam::123456789012:root"}, "Action": "s3:*",
+          "Resource": "arn:aws:s3:::v/*"}})",
+      "v", kUsers);
+  CHECK(account.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "carol")) == PolicyEffect::kDeny);
+  CHECK(account.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "")) == PolicyEffect::kNone);
+  CHECK(error_code([] {
+          BucketPolicy::parse(R"({"Statement": {"Effect": "Deny", "Principal": {"AWS": "arn:aws:iam::1:role/x"},
+              "Action": "s3:*", "Resource": "arn:aws:s3:::v/*"}})", "v", kUsers);
+        }) == "MalformedPolicy");
 }
 
 TEST_CASE("policy: server-side encryption keys, Null and Bool", "[gateway][policy]") {
