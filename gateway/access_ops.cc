@@ -177,23 +177,10 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
   const S3Request& r = call.request;
   const PublicAccessBlock block = rules->block();
   const auto policy_says = [&](Operation as, const std::string& key) {
-    if (!rules->policy) return PolicyEffect::kNone;
-    const PolicyRequest question{policy_action(as), "arn:aws:s3:::" + bucket.record.name + (key.empty() ? "" : "/" + key),
-                                 call.user.name, r.client_address, r.has_query("prefix"),
-                                 r.query_value("prefix").value_or(""), now_ns() / 1'000'000'000,
-                                 [&](const std::string& condition) { return condition_value(call, bucket, condition); }};
-    const PolicyEffect effect = rules->policy->evaluate(question);
-    // RestrictPublicBuckets: a public policy grants nothing to those the configuration does not name.
-    if (effect == PolicyEffect::kAllow && block.restrict_public_buckets && rules->policy->is_public() &&
-        level == Access::kNone) {
-      return PolicyEffect::kNone;
-    }
-    return effect;
+    return policy_effect(call, bucket, *rules, as, key, level);
   };
   const PolicyEffect effect = policy_says(operation, r.key);
-  if (effect == PolicyEffect::kDeny && !(level == Access::kOwner && is_policy_operation(operation))) {
-    throw S3Error("AccessDenied", "the bucket policy of '" + bucket.record.name + "' denies this request");
-  }
+  refuse_policy_deny(bucket, operation, effect, level);
   const AclPermission wanted = acl_permission(operation);
   const bool acls = !rules->acls_disabled();
   const Acl bucket_acl = rules->acl.value_or(canned_acl("private", bucket.record.owner, bucket.record.owner));
@@ -228,8 +215,52 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
                                           bucket.record.name + "'");
 }
 
+PolicyEffect S3Api::policy_effect(const Call& call, const Bucket& bucket, const BucketAccessRules& rules,
+                                  Operation operation, const std::string& key, Access level) {
+  if (!rules.policy) return PolicyEffect::kNone;
+  const S3Request& r = call.request;
+  const PolicyRequest question{policy_action(operation),
+                               "arn:aws:s3:::" + bucket.record.name + (key.empty() ? "" : "/" + key),
+                               call.user.name, r.client_address, r.has_query("prefix"),
+                               r.query_value("prefix").value_or(""), now_ns() / 1'000'000'000,
+                               [&](const std::string& condition) { return condition_value(call, bucket, condition); }};
+  const PolicyEffect effect = rules.policy->evaluate(question);
+  // RestrictPublicBuckets: a public policy grants nothing to those the configuration does not name.
+  if (effect == PolicyEffect::kAllow && rules.block().restrict_public_buckets && rules.policy->is_public() &&
+      level == Access::kNone) {
+    return PolicyEffect::kNone;
+  }
+  return effect;
+}
+
+void S3Api::refuse_policy_deny(const Bucket& bucket, Operation operation, PolicyEffect effect, Access level) {
+  // The owner can always mend the policy that locks it out.
+  if (effect == PolicyEffect::kDeny && !(level == Access::kOwner && is_policy_operation(operation))) {
+    throw S3Error("AccessDenied", "the bucket policy of '" + bucket.record.name + "' denies this request");
+  }
+}
+
+void S3Api::refuse_denied_early(const Call& call, Operation operation) {
+  // A form's signer and key are known only from its fields: its PutObject is admitted then.
+  if (operation == Operation::kPostObject) return;
+  std::shared_ptr<Bucket> bucket;
+  std::shared_ptr<const BucketAccessRules> rules;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = buckets_.find(call.request.bucket);
+    if (it == buckets_.end()) return;  // the operation answers NoSuchBucket
+    bucket = it->second;
+    rules = bucket->rules;
+  }
+  if (!rules->policy) return;
+  const Access level = access(*bucket, call.user);
+  refuse_policy_deny(*bucket, operation, policy_effect(call, *bucket, *rules, operation, call.request.key, level),
+                     level);
+}
+
 std::optional<std::string> S3Api::condition_value(const Call& call, const Bucket& bucket, const std::string& key) {
   const S3Request& r = call.request;
+  if (key == "aws:securetransport") return r.secure ? "true" : "false";
   const auto tag = [&key](const NameValues& tags) -> std::optional<std::string> {
     const std::string name = key.substr(key.find('/') + 1);
     const auto it = std::find_if(tags.begin(), tags.end(), [&](const auto& t) { return t.first == name; });

@@ -28,20 +28,27 @@ namespace pt = boost::property_tree;
 [[noreturn]] void malformed(const std::string& what) { throw S3Error("MalformedPolicy", what); }
 
 // A JSON value that may be a string or an array of strings (property_tree
-// keeps arrays as children with empty names).
+// keeps arrays as children with empty names). Policy variables (${aws:username}) are
+// refused: taken literally they would never match, and a Deny would mean less than it says.
 std::vector<std::string> strings(const pt::ptree& node, const std::string& what) {
-  if (node.empty()) return {node.data()};
   std::vector<std::string> out;
-  for (const auto& [name, child] : node) {
-    if (!name.empty() || !child.empty()) malformed(what + " must be a string or a list of strings");
-    out.push_back(child.data());
+  if (node.empty()) {
+    out.push_back(node.data());
+  } else {
+    for (const auto& [name, child] : node) {
+      if (!name.empty() || !child.empty()) malformed(what + " must be a string or a list of strings");
+      out.push_back(child.data());
+    }
+  }
+  for (const auto& value : out) {
+    if (value.find("${") != std::string::npos) malformed("policy variables such as '" + value + "' are not supported");
   }
   return out;
 }
 
-// The condition operators a policy may use (each also with the suffix IfExists: an absent key
-// then matches), by the kind of value they compare.
-enum class ValueKind { kAddress, kString, kDate, kNumber };
+// The condition operators a policy may use (each but Null also with the suffix IfExists: an absent
+// key then matches), by the kind of value they compare. Null asks whether a key is absent.
+enum class ValueKind { kAddress, kString, kDate, kNumber, kBool, kNull };
 const std::map<std::string, ValueKind, std::less<>>& condition_operators() {
   static const std::map<std::string, ValueKind, std::less<>> kOperators = {
       {"IpAddress", ValueKind::kAddress},         {"NotIpAddress", ValueKind::kAddress},
@@ -52,7 +59,8 @@ const std::map<std::string, ValueKind, std::less<>>& condition_operators() {
       {"DateGreaterThan", ValueKind::kDate},      {"DateGreaterThanEquals", ValueKind::kDate},
       {"NumericEquals", ValueKind::kNumber},      {"NumericNotEquals", ValueKind::kNumber},
       {"NumericLessThan", ValueKind::kNumber},    {"NumericLessThanEquals", ValueKind::kNumber},
-      {"NumericGreaterThan", ValueKind::kNumber}, {"NumericGreaterThanEquals", ValueKind::kNumber}};
+      {"NumericGreaterThan", ValueKind::kNumber}, {"NumericGreaterThanEquals", ValueKind::kNumber},
+      {"Bool", ValueKind::kBool},                 {"Null", ValueKind::kNull}};
   return kOperators;
 }
 
@@ -85,11 +93,27 @@ bool string_condition_key(const std::string& key) {
   static const std::set<std::string> kKeys = {
       "s3:prefix",          "s3:delimiter",         "s3:max-keys",                "s3:x-amz-acl",         "s3:x-amz-copy-source",       "s3:x-amz-metadata-directive",
       "s3:x-amz-grant-read", "s3:x-amz-grant-write", "s3:x-amz-grant-read-acp", "s3:x-amz-grant-write-acp",
-      "s3:x-amz-grant-full-control"};
+      "s3:x-amz-grant-full-control", "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"};
   for (const std::string_view tags : {"s3:requestobjecttag/", "s3:existingobjecttag/"}) {
     if (key.starts_with(tags)) return key.size() > tags.size();
   }
   return kKeys.contains(key);
+}
+
+bool time_condition_key(const std::string& key) { return key == "aws:currenttime" || key == "aws:epochtime"; }
+
+// Whether operators of `kind` compare the key; Null takes any key another operator compares.
+bool supported_condition(ValueKind kind, const std::string& key) {
+  switch (kind) {
+    case ValueKind::kAddress: return key == "aws:sourceip";
+    case ValueKind::kString: return string_condition_key(key);
+    case ValueKind::kDate: return time_condition_key(key);
+    case ValueKind::kNumber: return key == "s3:max-keys" || key == "aws:epochtime";
+    case ValueKind::kBool: return key == "aws:securetransport";
+    case ValueKind::kNull: break;
+  }
+  return supported_condition(ValueKind::kAddress, key) || supported_condition(ValueKind::kString, key) ||
+         supported_condition(ValueKind::kDate, key) || supported_condition(ValueKind::kBool, key);
 }
 
 const std::map<Operation, std::string_view>& action_exceptions() {
@@ -227,12 +251,20 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
   BucketPolicy policy;
   for (const auto* node : list) {
     Statement statement;
+    bool has_principal = false, has_action = false, has_resource = false;
+    // Principal and NotPrincipal (and the other pairs) exclude each other, as in AWS.
+    const auto first = [](bool& seen, const std::string& pair) {
+      if (seen) malformed("a statement takes one of " + pair);
+      seen = true;
+    };
     for (const auto& [name, value] : *node) {
       if (name == "Sid") continue;
       if (name == "Effect") {
         if (value.data() != "Allow" && value.data() != "Deny") malformed("Effect must be Allow or Deny");
         statement.allow = value.data() == "Allow";
-      } else if (name == "Principal") {
+      } else if (name == "Principal" || name == "NotPrincipal") {
+        first(has_principal, "Principal and NotPrincipal");
+        statement.not_principal = name == "NotPrincipal";
         if (value.empty()) {
           if (value.data() != "*") malformed("Principal must be \"*\" or {\"AWS\": ...}");
           statement.everyone = true;
@@ -245,6 +277,13 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
               statement.everyone = true;
               continue;
             }
+            // An account's root stands for every user of the account, and the gateway's users are
+            // one account whatever number the ARN names (as with :user/NAME below).
+            if (kind == "AWS" && principal.starts_with("arn:aws:iam::") && principal.ends_with(":root") &&
+                principal.find('/') == std::string::npos) {
+              statement.all_users = true;
+              continue;
+            }
             const auto user = std::find_if(users.begin(), users.end(), [&](const User& u) {
               return kind == "CanonicalUser" ? canonical_id(u.name) == principal
                                              : principal == u.name || (principal.starts_with("arn:aws:iam::") &&
@@ -254,14 +293,18 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
             statement.users.push_back(user->name);
           }
         }
-      } else if (name == "Action") {
-        for (auto action : strings(value, "Action")) {
+      } else if (name == "Action" || name == "NotAction") {
+        first(has_action, "Action and NotAction");
+        statement.not_action = name == "NotAction";
+        for (auto action : strings(value, name)) {
           action = ascii_lower(action);
           if (!action.starts_with("s3:") && action != "*") malformed("Action '" + action + "' is not an s3: action");
           statement.actions.push_back(action == "*" ? "s3:*" : action);
         }
-      } else if (name == "Resource") {
-        for (const auto& resource : strings(value, "Resource")) {
+      } else if (name == "Resource" || name == "NotResource") {
+        first(has_resource, "Resource and NotResource");
+        statement.not_resource = name == "NotResource";
+        for (const auto& resource : strings(value, name)) {
           // The part before the first '/' names buckets; a pattern that takes in this bucket (as
           // arn:aws:s3:::* does) is kept, one for other buckets only would never apply here.
           if (resource != "*" && !wildcard_match(resource.substr(0, resource.find('/')), bucket_arn)) {
@@ -277,15 +320,18 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
           const auto known = condition_operators().find(base);
           if (known == condition_operators().end()) malformed("the condition operator '" + op + "' is not supported");
           const ValueKind kind = known->second;
+          if (kind == ValueKind::kNull && if_exists) malformed("the condition operator '" + op + "' does not exist");
           for (const auto& [key, values] : keys) {
             Condition condition{base, condition_key(key), strings(values, "a condition value"), if_exists, {}};
-            const bool time = condition.key == "aws:currenttime" || condition.key == "aws:epochtime";
-            const bool supported = kind == ValueKind::kAddress ? condition.key == "aws:sourceip"
-                                   : kind == ValueKind::kString ? string_condition_key(condition.key)
-                                   : kind == ValueKind::kDate   ? time
-                                                                : condition.key == "s3:max-keys" ||
-                                                                      condition.key == "aws:epochtime";
-            if (!supported) malformed("the condition key '" + key + "' is not supported with " + op);
+            if (!supported_condition(kind, condition.key)) {
+              malformed("the condition key '" + key + "' is not supported with " + op);
+            }
+            if (kind == ValueKind::kBool || kind == ValueKind::kNull) {
+              for (auto& v : condition.values) {
+                v = ascii_lower(v);
+                if (v != "true" && v != "false") malformed(op + " takes \"true\" or \"false\", not '" + v + "'");
+              }
+            }
             if (kind == ValueKind::kAddress &&
                 !std::all_of(condition.values.begin(), condition.values.end(), valid_block)) {
               malformed("aws:SourceIp needs addresses or CIDR blocks");
@@ -305,9 +351,9 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
         malformed("the statement element '" + name + "' is not supported");
       }
     }
-    if (!statement.everyone && statement.users.empty()) malformed("a statement needs a Principal");
-    if (statement.actions.empty()) malformed("a statement needs an Action");
-    if (statement.resources.empty()) malformed("a statement needs a Resource");
+    if (!statement.everyone && !statement.all_users && statement.users.empty()) malformed("a statement needs a Principal or NotPrincipal");
+    if (statement.actions.empty()) malformed("a statement needs an Action or NotAction");
+    if (statement.resources.empty()) malformed("a statement needs a Resource or NotResource");
     policy.statements_.push_back(std::move(statement));
   }
   return policy;
@@ -321,12 +367,17 @@ bool BucketPolicy::conditions_hold(const Statement& statement, const PolicyReque
       value = request.source_ip;
     } else if (c.key == "s3:prefix") {
       if (request.has_prefix) value = request.prefix;
-    } else if (c.key == "aws:currenttime" || c.key == "aws:epochtime") {
+    } else if (time_condition_key(c.key)) {
       value = std::to_string(request.now_s);
     } else if (request.value_of) {
       value = request.value_of(c.key);
     }
-    if (!value) return c.if_exists || negated;  // an absent key matches only negations and ...IfExists
+    if (c.op == "Null") {
+      return std::any_of(c.values.begin(), c.values.end(), [&](const std::string& v) { return (v == "true") == !value; });
+    }
+    // An absent key matches only the negated operators (as AWS counts them: a request without
+    // x-amz-server-side-encryption is StringNotEquals "AES256") and ...IfExists.
+    if (!value) return c.if_exists || negated;
     bool any;
     if (!c.numbers.empty()) {
       const auto number = parse_number(*value);
@@ -342,6 +393,7 @@ bool BucketPolicy::conditions_hold(const Statement& statement, const PolicyReque
     } else {
       any = std::any_of(c.values.begin(), c.values.end(), [&](const std::string& v) {
         if (c.key == "aws:sourceip") return address_in_block(*value, v);
+        if (c.op == "Bool") return v == ascii_lower(*value);
         return c.op.find("Like") != std::string::npos ? wildcard_match(v, *value) : v == *value;
       });
     }
@@ -353,13 +405,17 @@ PolicyEffect BucketPolicy::evaluate(const PolicyRequest& request) const {
   const std::string action = ascii_lower(request.action);
   PolicyEffect effect = PolicyEffect::kNone;
   for (const auto& statement : statements_) {
-    const bool principal = statement.everyone || (!request.user.empty() &&
-                                                  std::find(statement.users.begin(), statement.users.end(),
-                                                            request.user) != statement.users.end());
-    const bool acts = std::any_of(statement.actions.begin(), statement.actions.end(),
-                                  [&](const std::string& a) { return wildcard_match(a, action); });
-    const bool resource = std::any_of(statement.resources.begin(), statement.resources.end(),
-                                      [&](const std::string& r) { return wildcard_match(r, request.resource); });
+    const bool named = statement.everyone ||
+                       (!request.user.empty() && (statement.all_users || std::find(statement.users.begin(),
+                                                                                   statement.users.end(),
+                                                                                   request.user) != statement.users.end()));
+    const bool listed_action = std::any_of(statement.actions.begin(), statement.actions.end(),
+                                           [&](const std::string& a) { return wildcard_match(a, action); });
+    const bool listed_resource = std::any_of(statement.resources.begin(), statement.resources.end(),
+                                             [&](const std::string& r) { return wildcard_match(r, request.resource); });
+    const bool principal = named != statement.not_principal;
+    const bool acts = listed_action != statement.not_action;
+    const bool resource = listed_resource != statement.not_resource;
     if (!principal || !acts || !resource || !conditions_hold(statement, request)) continue;
     if (!statement.allow) return PolicyEffect::kDeny;
     effect = PolicyEffect::kAllow;
@@ -369,7 +425,7 @@ PolicyEffect BucketPolicy::evaluate(const PolicyRequest& request) const {
 
 bool BucketPolicy::is_public() const {
   return std::any_of(statements_.begin(), statements_.end(), [](const Statement& s) {
-    return s.allow && s.everyone &&
+    return s.allow && s.reaches_anonymous() &&
            std::none_of(s.conditions.begin(), s.conditions.end(),
                         [](const Condition& c) { return c.key == "aws:sourceip"; });
   });

@@ -1,16 +1,17 @@
 // A bucket policy subset (the JSON of PutBucketPolicy): statements with
-// Effect Allow or Deny, Principal ("*", {"AWS": user name, IAM user ARN or
-// "*"}, {"CanonicalUser": id}), Action (s3:..., with * and ? wildcards),
-// Resource (ARNs of this bucket and its objects, wildcards allowed), and
-// Condition operators IpAddress/NotIpAddress on aws:SourceIp and
-// String(Not)Equals/String(Not)Like on s3:prefix, s3:x-amz-acl,
+// Effect Allow or Deny, Principal or NotPrincipal ("*", {"AWS": user name, IAM
+// user ARN, account root ARN or "*"}, {"CanonicalUser": id}), Action or NotAction (s3:..., with *
+// and ? wildcards), Resource or NotResource (ARNs of this bucket and its
+// objects, wildcards allowed), and Condition operators IpAddress/NotIpAddress on
+// aws:SourceIp, String(Not)Equals/String(Not)Like on s3:prefix, s3:x-amz-acl,
 // s3:x-amz-grant-*, s3:x-amz-copy-source, s3:x-amz-metadata-directive,
-// s3:RequestObjectTag/<key>, s3:ExistingObjectTag/<key>, s3:delimiter and s3:max-keys,
-// Date operators (DateEquals, DateLessThan, DateGreaterThanEquals, ...) on aws:CurrentTime
-// and aws:EpochTime, Numeric ones (NumericEquals, NumericLessThan, ...) on s3:max-keys and
-// aws:EpochTime, each also as ...IfExists. A Deny that matches wins over
-// any Allow. Anything else is refused when the policy is put (MalformedPolicy),
-// so a policy never means less than it says.
+// s3:x-amz-server-side-encryption(-aws-kms-key-id), s3:RequestObjectTag/<key>,
+// s3:ExistingObjectTag/<key>, s3:delimiter and s3:max-keys, Date operators
+// (DateEquals, DateLessThan, ...) on aws:CurrentTime and aws:EpochTime, Numeric ones
+// (NumericEquals, NumericLessThan, ...) on s3:max-keys and aws:EpochTime, Bool on
+// aws:SecureTransport, each also as ...IfExists, and Null on any of these keys.
+// A Deny that matches wins over any Allow. Anything else is refused when the policy
+// is put (MalformedPolicy), so a policy never means less than it says.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +54,7 @@ class BucketPolicy {
 
  private:
   struct Condition {
-    std::string op;   // IpAddress, StringNotLike, DateLessThan, NumericEquals, ... (without IfExists)
+    std::string op;   // IpAddress, StringNotLike, DateLessThan, NumericEquals, Bool, Null (without IfExists)
     std::string key;  // aws:sourceip, s3:prefix, ... (lower case but for a tag key after '/')
     std::vector<std::string> values;
     bool if_exists = false;       // ...IfExists: an absent key matches
@@ -61,11 +62,18 @@ class BucketPolicy {
   };
   struct Statement {
     bool allow = true;
-    bool everyone = false;
+    bool everyone = false;   // "*": anonymous requests too
+    bool all_users = false;  // an account's root (arn:aws:iam::ACCOUNT:root): every signed request
     std::vector<std::string> users;
     std::vector<std::string> actions;    // lower case patterns
     std::vector<std::string> resources;  // patterns
+    // NotPrincipal, NotAction, NotResource: the statement applies to all but what the list names.
+    bool not_principal = false;
+    bool not_action = false;
+    bool not_resource = false;
     std::vector<Condition> conditions;
+    // Whether anonymous requests are among the principals the statement applies to.
+    bool reaches_anonymous() const { return everyone != not_principal; }
   };
   static bool conditions_hold(const Statement& statement, const PolicyRequest& request);
   std::vector<Statement> statements_;

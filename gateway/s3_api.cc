@@ -246,6 +246,7 @@ Exchange S3Api::begin(RequestHead head) {
 
 std::optional<Acl> S3Api::admit(const Call& call, Operation operation) {
   const S3Request& request = call.request;
+  refuse_denied_early(call, operation);
   check_encryption_headers(request, operation, encrypted_at_rest(request.bucket) || keys_.master(), keys_.has_kms());
   return requested_acl(call, operation);
 }

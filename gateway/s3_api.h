@@ -140,6 +140,15 @@ class S3Api final : public RequestHandler {
   // allows it, unless the policy denies it; failing those, by the bucket's or
   // the object's ACL. Throws S3Error AccessDenied.
   void authorize(const Call& call, const Bucket& bucket, Access needed);
+  // What the bucket policy says of the operation on `key` (empty: the bucket) for a user with
+  // `level` access; kNone where RestrictPublicBuckets takes a public policy's Allow away.
+  PolicyEffect policy_effect(const Call& call, const Bucket& bucket, const BucketAccessRules& rules,
+                             Operation operation, const std::string& key, Access level);
+  // Throws AccessDenied for a policy's Deny, but not for its owner's policy operations.
+  static void refuse_policy_deny(const Bucket& bucket, Operation operation, PolicyEffect effect, Access level);
+  // A policy's Deny answers before the request's headers are judged, as on AWS (a denied
+  // PutObject with aws:kms is 403 AccessDenied, whether or not the KMS key is usable).
+  void refuse_denied_early(const Call& call, Operation operation);
   // A bucket policy condition key's value for this request (a header, a tag
   // it sets, a tag of the object it names); nullopt when absent.
   std::optional<std::string> condition_value(const Call& call, const Bucket& bucket, const std::string& key);

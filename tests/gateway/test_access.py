@@ -1,9 +1,13 @@
 """Access control as S3 clients use it (boto3 over HTTP, and unsigned
 requests): canned and explicit ACLs on buckets and objects, anonymous reads
 (404 for a missing key only where listing is allowed), a bucket policy with
-principals, actions, resources, aws:SourceIp and s3:prefix, OwnershipControls
-BucketOwnerEnforced and PublicAccessBlock."""
+principals, actions, resources, aws:SourceIp and s3:prefix, the server-side
+encryption keys with Null and StringNotEquals, Bool aws:SecureTransport,
+NotPrincipal/NotAction/NotResource, OwnershipControls BucketOwnerEnforced and
+PublicAccessBlock."""
 import json
+import os
+import tempfile
 import unittest
 import urllib.error
 import urllib.request
@@ -19,15 +23,18 @@ GATEWAY = None
 
 def setUpModule():
     global GATEWAY
-    GATEWAY = Gateway()
+    # SSE-S3 in raw buckets, for the policies that demand it.
+    master_key = os.path.join(tempfile.mkdtemp(prefix="keel-access-sse-"), "master.key")
+    GATEWAY = Gateway(server_extra=f"sse_master_key = {master_key}\n")
 
 
 def tearDownModule():
     GATEWAY.stop()
 
 
-def anonymous():
-    return boto3.client("s3", endpoint_url=GATEWAY.urls["http"], region_name="us-east-1",
+def anonymous(scheme="http"):
+    return boto3.client("s3", endpoint_url=GATEWAY.urls[scheme], region_name="us-east-1",
+                        verify=GATEWAY.cert if scheme == "https" else None,
                         config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
                                       retries={"max_attempts": 1}))
 
@@ -187,6 +194,76 @@ class AccessTest(unittest.TestCase):
         self.assertEqual(self.anon.get_object(Bucket=bucket, Key="private/b")["Body"].read(), b"private/b")
         self.alice.put_bucket_policy(Bucket=bucket, Policy=ip_policy("NotIpAddress"))
         self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="private/b")), (403, "AccessDenied"))
+
+    def test_bucket_policy_encryption_keys_and_not_elements(self):
+        """The policy S3's documentation gives for "every object SSE-S3" (a Deny for another
+        algorithm, a Deny for none: Null, and StringNotEquals holding for a missing header),
+        answered 403 before the encryption headers are judged; NotPrincipal, NotAction and
+        NotResource (and an account's root ARN); Bool aws:SecureTransport; ListBucket apart from
+        ListBucketVersions."""
+        bucket = self.new_bucket()
+        arn = f"arn:aws:s3:::{bucket}"
+
+        def put_policy(*statements):
+            self.alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": list(statements)}))
+
+        put_policy({"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": f"{arn}/*",
+                    "Condition": {"StringNotEquals": {"s3:x-amz-server-side-encryption": "AES256"}}},
+                   {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": f"{arn}/*",
+                    "Condition": {"Null": {"s3:x-amz-server-side-encryption": "true"}}})
+        put = self.alice.put_object(Bucket=bucket, Key="sealed", Body=b"s", ServerSideEncryption="AES256")
+        self.assertEqual(put["ServerSideEncryption"], "AES256")
+        self.assertEqual(code(lambda: self.alice.put_object(Bucket=bucket, Key="plain", Body=b"p")),
+                         (403, "AccessDenied"))
+        # The gateway has no KMS key ring: without the policy aws:kms is 400 InvalidArgument.
+        self.assertEqual(code(lambda: self.alice.put_object(Bucket=bucket, Key="kms", Body=b"k",
+                                                            ServerSideEncryption="aws:kms")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.alice.copy_object(Bucket=bucket, Key="copy",
+                                                             CopySource={"Bucket": bucket, "Key": "sealed"})),
+                         (403, "AccessDenied"))
+        self.alice.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "sealed"},
+                               ServerSideEncryption="AES256")
+        self.alice.delete_bucket_policy(Bucket=bucket)
+        self.assertEqual(code(lambda: self.alice.put_object(Bucket=bucket, Key="kms", Body=b"k",
+                                                            ServerSideEncryption="aws:kms")), (400, "InvalidArgument"))
+
+        # bob may do anything under work/ but delete (everyone but alice is refused that), and
+        # nothing but reads outside it.
+        put_policy({"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": ["s3:*"], "Resource": f"{arn}/*"},
+                   {"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:ListBucket", "Resource": arn},
+                   {"Effect": "Deny", "NotPrincipal": {"AWS": "alice"}, "Action": "s3:DeleteObject",
+                    "Resource": f"{arn}/*"},
+                   {"Effect": "Deny", "Principal": {"AWS": "bob"}, "NotAction": "s3:GetObject",
+                    "NotResource": f"{arn}/work/*"})
+        self.bob.put_object(Bucket=bucket, Key="work/a", Body=b"a")
+        self.assertEqual(code(lambda: self.bob.delete_object(Bucket=bucket, Key="work/a")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.bob.put_object(Bucket=bucket, Key="done/a", Body=b"")),
+                         (403, "AccessDenied"))
+        self.assertEqual(self.bob.get_object(Bucket=bucket, Key="sealed")["Body"].read(), b"s")
+        # NotResource takes in the bucket itself: bob's listing is refused, and ListBucket never
+        # stood for ListBucketVersions.
+        self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
+        self.alice.delete_object(Bucket=bucket, Key="work/a")
+        put_policy({"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:ListBucket", "Resource": arn})
+        self.assertEqual(len(self.bob.list_objects_v2(Bucket=bucket)["Contents"]), 2)
+        self.assertEqual(code(lambda: self.bob.list_object_versions(Bucket=bucket)), (403, "AccessDenied"))
+
+        # Bool aws:SecureTransport: anonymous reads over TLS only.
+        put_policy({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{arn}/*",
+                    "Condition": {"Bool": {"aws:SecureTransport": "true"}}})
+        self.assertEqual(anonymous("https").get_object(Bucket=bucket, Key="sealed")["Body"].read(), b"s")
+        self.assertEqual(code(lambda: self.anon.get_object(Bucket=bucket, Key="sealed")), (403, "AccessDenied"))
+        self.assertEqual(code(lambda: self.alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [{
+            "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{arn}/*",
+            "Condition": {"NullIfExists": {"s3:x-amz-acl": "true"}}}]}))), (400, "MalformedPolicy"))
+
+        # An account's root ARN is every user (the gateway's users are one account): everyone but
+        # them is the anonymous requests, which makes the policy public.
+        put_policy({"Effect": "Allow", "NotPrincipal": {"AWS": "arn:aws:iam::s3tenant1:root"},
+                    "Action": "s3:ListBucket", "Resource": arn})
+        self.assertTrue(self.alice.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"])
+        self.assertEqual(len(self.anon.list_objects_v2(Bucket=bucket)["Contents"]), 2)
+        self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
 
     def test_objects_belong_to_their_writer(self):
         """As S3 without BucketOwnerEnforced: what another user writes into a bucket by a grant is

@@ -254,7 +254,7 @@ class SuiteGroupsTest(unittest.TestCase):
                          "AccessDenied")
         self.assertEqual(code(lambda: s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": {
             "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*",
-            "Condition": {"StringEquals": {"s3:x-amz-server-side-encryption": "AES256"}}}}))), "MalformedPolicy")
+            "Condition": {"StringEquals": {"aws:Referer": "https://example.com/"}}}}))), "MalformedPolicy")
 
     def test_ownership_on_create_policy_status_expected_owner(self):
         s3, code = self.s3, self.code

@@ -31,6 +31,18 @@ PolicyRequest ask(std::string action, std::string resource, std::string user, st
   return {std::move(action), std::move(resource), std::move(user), std::move(ip), false, "", 1'700'000'000, {}};
 }
 
+// A request whose other condition keys ("s3:x-amz-acl", ...) have the values `values` holds
+// when it is evaluated (kept by reference).
+PolicyRequest ask_with_values(std::string action, std::string resource, std::string user,
+                              const std::map<std::string, std::string>& values) {
+  PolicyRequest request = ask(std::move(action), std::move(resource), std::move(user));
+  request.value_of = [&values](const std::string& key) -> std::optional<std::string> {
+    const auto it = values.find(key);
+    return it == values.end() ? std::nullopt : std::optional(it->second);
+  };
+  return request;
+}
+
 }  // namespace
 
 TEST_CASE("acl: canned ACLs and who they let in", "[gateway][acl]") {
@@ -196,12 +208,7 @@ TEST_CASE("policy: conditions on headers and object tags", "[gateway][policy]") 
                                                   "b", kUsers);
   std::map<std::string, std::string> values;
   const auto ask_with = [&](const std::string& action, const std::string& user) {
-    PolicyRequest request = ask(action, "arn:aws:s3:::b/k", user);
-    request.value_of = [&](const std::string& key) -> std::optional<std::string> {
-      const auto it = values.find(key);
-      return it == values.end() ? std::nullopt : std::optional(it->second);
-    };
-    return policy.evaluate(request);
+    return policy.evaluate(ask_with_values(action, "arn:aws:s3:::b/k", user, values));
   };
   CHECK(ask_with("s3:PutObject", "carol") == PolicyEffect::kNone);
   values["s3:x-amz-acl"] = "public-read";
@@ -301,15 +308,119 @@ TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {
   CHECK(with_condition(R"({"DateAfter": {"aws:CurrentTime": "2020-01-01"}})") == "MalformedPolicy");
   CHECK(with_condition(R"({"IfExists": {"aws:CurrentTime": "2020-01-01"}})") == "MalformedPolicy");
   CHECK(with_condition(R"({"ArnLike": {"aws:SourceArn": "arn:aws:s3:::x"}})") == "MalformedPolicy");
-  CHECK(with_condition(R"({"Bool": {"aws:SecureTransport": "true"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"Bool": {"aws:SecureTransport": "maybe"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"Bool": {"s3:x-amz-acl": "true"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"Null": {"s3:x-amz-server-side-encryption": "yes"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"NullIfExists": {"s3:x-amz-acl": "true"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"Null": {"aws:Referer": "true"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"ForAnyValue:StringLike": {"s3:x-amz-acl": "public*"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"StringLike": {"s3:prefix": "home/${aws:username}/*"}})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/${aws:username}/*"}]})") ==
+        "MalformedPolicy");
   CHECK(with_condition(R"({"DateLessThan": {"aws:CurrentTime": "yesterday"}})") == "MalformedPolicy");
   CHECK(with_condition(R"({"DateLessThan": {"s3:max-keys": "2020-01-01"}})") == "MalformedPolicy");
   CHECK(with_condition(R"({"NumericLessThan": {"s3:max-keys": "ten"}})") == "MalformedPolicy");
   CHECK(with_condition(R"({"NumericLessThan": {"aws:CurrentTime": "10"}})") == "MalformedPolicy");
   CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/*",
                  "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/99"}}}]})") == "MalformedPolicy");
-  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "NotResource": "arn:aws:s3:::photos/*"}]})") ==
+  // One of each pair: Principal or NotPrincipal, Action or NotAction, Resource or NotResource.
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "NotResource": "arn:aws:s3:::photos/*"}]})") == "");
+  CHECK(code(R"({"Statement": [{)" + ok_statement +
+             R"(, "Resource": "arn:aws:s3:::photos/*", "NotResource": "arn:aws:s3:::photos/a"}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "NotResource": "arn:aws:s3:::other/*"}]})") ==
         "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{"Effect": "Deny", "Principal": "*", "NotPrincipal": {"AWS": "bob"},
+                 "Action": "s3:GetObject", "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+                 "NotAction": "s3:PutObject", "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{"Effect": "Deny", "NotPrincipal": {"AWS": "mallory"}, "Action": "s3:GetObject",
+                 "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
+  CHECK(code(R"({"Statement": [{"Effect": "Deny", "Principal": "*", "NotAction": "ec2:*",
+                 "Resource": "arn:aws:s3:::photos/*"}]})") == "MalformedPolicy");
+}
+
+TEST_CASE("policy: NotPrincipal, NotAction and NotResource", "[gateway][policy]") {
+  // A vault: everyone but alice is refused deletes, and anything but reads outside incoming/.
+  const BucketPolicy policy = BucketPolicy::parse(R"({"Statement": [
+      {"Effect": "Deny", "NotPrincipal": {"AWS": ["alice"]}, "Action": "s3:Delete*", "Resource": "arn:aws:s3:::v/*"},
+      {"Effect": "Deny", "Principal": "*", "NotAction": ["s3:Get*", "s3:List*"], "NotResource": "arn:aws:s3:::v/incoming/*"},
+      {"Effect": "Allow", "Principal": {"AWS": "bob"}, "NotAction": "s3:PutObjectAcl", "Resource": "arn:aws:s3:::v/*"}]})",
+                                                  "v", kUsers);
+  CHECK(policy.evaluate(ask("s3:DeleteObject", "arn:aws:s3:::v/incoming/x", "bob")) == PolicyEffect::kDeny);
+  CHECK(policy.evaluate(ask("s3:DeleteObject", "arn:aws:s3:::v/incoming/x", "")) == PolicyEffect::kDeny);  // anonymous too
+  CHECK(policy.evaluate(ask("s3:DeleteObject", "arn:aws:s3:::v/incoming/x", "alice")) == PolicyEffect::kNone);
+  CHECK(policy.evaluate(ask("s3:PutObject", "arn:aws:s3:::v/incoming/x", "bob")) == PolicyEffect::kAllow);
+  CHECK(policy.evaluate(ask("s3:PutObject", "arn:aws:s3:::v/done/x", "bob")) == PolicyEffect::kDeny);
+  CHECK(policy.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/done/x", "bob")) == PolicyEffect::kAllow);
+  CHECK(policy.evaluate(ask("s3:ListBucket", "arn:aws:s3:::v", "carol")) == PolicyEffect::kNone);
+  CHECK(policy.evaluate(ask("s3:PutObjectAcl", "arn:aws:s3:::v/incoming/x", "bob")) == PolicyEffect::kNone);
+  CHECK_FALSE(policy.is_public());
+  // An Allow to all but a named user reaches anonymous requests: public; NotPrincipal "*" reaches no one.
+  const auto public_of = [](const std::string& principal) {
+    return BucketPolicy::parse(R"({"Statement": {"Effect": "Allow", )" + principal +
+                                   R"(, "Action": "s3:GetObject", "Resource": "arn:aws:s3:::v/*"}})",
+                               "v", kUsers)
+        .is_public();
+  };
+  CHECK(public_of(R"("NotPrincipal": {"AWS": "bob"})"));
+  CHECK_FALSE(public_of(R"("NotPrincipal": "*")"));
+  CHECK_FALSE(public_of(R"("Principal": {"AWS": "bob"})"));
+  const BucketPolicy nobody = BucketPolicy::parse(
+      R"({"Statement": {"Effect": "Allow", "NotPrincipal": {"AWS": "*"}, "Action": "s3:*", "Resource": "arn:aws:s3:::v/*"}})",
+      "v", kUsers);
+  CHECK(nobody.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "bob")) == PolicyEffect::kNone);
+  CHECK(nobody.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "")) == PolicyEffect::kNone);
+  // An account's root is every user (the gateway's users are one account), not anonymous requests.
+  CHECK(public_of(R"("NotPrincipal": {"AWS": "arn:aws:iam::s3tenant1:root"})"));
+  CHECK_FALSE(public_of(R"("Principal": {"AWS": "arn:aws:iam::123456789012:root"})"));
+  const BucketPolicy account = BucketPolicy::parse(
+      R"({"Statement": {"Effect": "Deny", "Principal": {"AWS": "arn:aws:iam::123456789012:root"}, "Action": "s3:*",
+          "Resource": "arn:aws:s3:::v/*"}})",
+      "v", kUsers);
+  CHECK(account.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "carol")) == PolicyEffect::kDeny);
+  CHECK(account.evaluate(ask("s3:GetObject", "arn:aws:s3:::v/a", "")) == PolicyEffect::kNone);
+  CHECK(error_code([] {
+          BucketPolicy::parse(R"({"Statement": {"Effect": "Deny", "Principal": {"AWS": "arn:aws:iam::1:role/x"},
+              "Action": "s3:*", "Resource": "arn:aws:s3:::v/*"}})", "v", kUsers);
+        }) == "MalformedPolicy");
+}
+
+TEST_CASE("policy: server-side encryption keys, Null and Bool", "[gateway][policy]") {
+  // The policy S3's documentation gives for "every object SSE-S3": one Deny for a wrong
+  // algorithm, one for none at all. StringNotEquals on an absent key holds, as on AWS.
+  const BucketPolicy sse = BucketPolicy::parse(R"({"Statement": [
+      {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b",
+       "Condition": {"Null": {"s3:prefix": "false"},
+                     "StringEquals": {"s3:x-amz-server-side-encryption-aws-kms-key-id": ["k1", "k2"]}}},
+      {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/*",
+       "Condition": {"StringNotEquals": {"s3:x-amz-server-side-encryption": "AES256"}}},
+      {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::b/*",
+       "Condition": {"Null": {"s3:x-amz-server-side-encryption": "true"}}},
+      {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*",
+       "Condition": {"Bool": {"aws:SecureTransport": "True"}}}]})",
+                                               "b", kUsers);
+  std::map<std::string, std::string> values;
+  const auto ask_with = [&](const std::string& action, const std::string& resource) {
+    return sse.evaluate(ask_with_values(action, resource, "bob", values));
+  };
+  CHECK(ask_with("s3:PutObject", "arn:aws:s3:::b/k") == PolicyEffect::kDeny);  // no header
+  values["s3:x-amz-server-side-encryption"] = "aws:kms";
+  CHECK(ask_with("s3:PutObject", "arn:aws:s3:::b/k") == PolicyEffect::kDeny);
+  values["s3:x-amz-server-side-encryption"] = "AES256";
+  CHECK(ask_with("s3:PutObject", "arn:aws:s3:::b/k") == PolicyEffect::kNone);
+  CHECK(ask_with("s3:GetObject", "arn:aws:s3:::b/k") == PolicyEffect::kNone);  // no aws:SecureTransport value
+  values["aws:securetransport"] = "false";
+  CHECK(ask_with("s3:GetObject", "arn:aws:s3:::b/k") == PolicyEffect::kNone);
+  values["aws:securetransport"] = "true";
+  CHECK(ask_with("s3:GetObject", "arn:aws:s3:::b/k") == PolicyEffect::kAllow);
+  // Null false: the key must be there; s3:prefix comes from the request itself.
+  values["s3:x-amz-server-side-encryption-aws-kms-key-id"] = "k2";
+  PolicyRequest list = ask_with_values("s3:ListBucket", "arn:aws:s3:::b", "bob", values);
+  CHECK(sse.evaluate(list) == PolicyEffect::kNone);
+  list.has_prefix = true;
+  CHECK(sse.evaluate(list) == PolicyEffect::kAllow);
+  values["s3:x-amz-server-side-encryption-aws-kms-key-id"] = "k3";
+  CHECK(sse.evaluate(list) == PolicyEffect::kNone);
 }
 
 TEST_CASE("routing: the access subresources", "[gateway][acl]") {
