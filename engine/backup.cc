@@ -111,6 +111,10 @@ size_t read_buffer_size(const ChunkerParams& chunker) {
   return (size_t{chunker.max_size} + kReadSize + kHugePageSize - 1) / kHugePageSize * kHugePageSize;
 }
 
+size_t read_buffer_count(size_t buffer_size, size_t workers, size_t memory_budget) {
+  return std::min(memory_budget / 2 / buffer_size, workers) + 2;
+}
+
 namespace {
 
 class BackupRun : public SourceSink {
@@ -221,13 +225,8 @@ class BackupRun : public SourceSink {
   static size_t worker_count(const BackupOptions& o) {
     return o.workers ? o.workers : std::max(1u, std::thread::hardware_concurrency());
   }
-  // Chunks in flight pin the buffers they lie in, two more for the walker;
-  // at most two a worker, though: the walker is faster than the workers, so
-  // it keeps every buffer it may have full, and each fresh buffer costs its
-  // first touch once per process (page faults and clearing, read_buffer_size),
-  // while two batches queued per worker keep them busy.
   static size_t read_buffer_count(const RepoConfig& c, const BackupOptions& o) {
-    return std::min(o.memory_budget / 2 / read_buffer_size(c.chunker), 2 * worker_count(o)) + 2;
+    return engine::read_buffer_count(read_buffer_size(c.chunker), worker_count(o), o.memory_budget);
   }
   static PackWriterOptions pack_options(const RepoConfig& c, StageCpu& cpu) { return {c.pack_size, c.part_size, &cpu}; }
 

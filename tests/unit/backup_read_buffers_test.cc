@@ -1,6 +1,6 @@
-// The backup walker's read buffers (engine/backup.h, read_buffer_size): as
-// small as one max-size chunk plus one read, since each is fresh memory the
-// kernel clears once per process; and however often a file's unchunked tail
+// The backup walker's read buffers (engine/backup.h, read_buffer_size and
+// read_buffer_count): as small and as few as keep the workers busy, since
+// each is fresh memory the kernel clears once per process; and however often a file's unchunked tail
 // is carried to a fresh buffer, its chunks are the ones the chunker cuts from
 // the whole file at once (the repository's bytes do not depend on buffers).
 #include <catch2/catch.hpp>
@@ -32,6 +32,14 @@ TEST_CASE("read buffers hold one max-size chunk and one read, in whole huge page
     CHECK(size >= max + 2 * kMiB);
     CHECK(size < max + 2 * kMiB + kHugePageSize);
   }
+}
+
+TEST_CASE("a backup has two read buffers more than workers, within half its memory budget", "[backup]") {
+  constexpr size_t kMiB = size_t{1} << 20;
+  CHECK(read_buffer_count(10 * kMiB, 2, 256 * kMiB) == 4);
+  CHECK(read_buffer_count(10 * kMiB, 16, 256 * kMiB) == 14);
+  CHECK(read_buffer_count(10 * kMiB, 2, 32 * kMiB) == 3);
+  CHECK(read_buffer_count(10 * kMiB, 2, 8 * kMiB) == 2);
 }
 
 namespace {
