@@ -20,6 +20,7 @@
 #include "util/buffer_pool.h"
 #include "util/error.h"
 #include "util/host.h"
+#include "util/huge_pages.h"
 #include "util/path.h"
 #include "util/thread_pool.h"
 
@@ -28,9 +29,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reads are at least this large; the buffer holds a few of them plus the
-// unconsumed tail of the previous one (under one max-size chunk).
-constexpr size_t kReadSize = 8u << 20;
+// Reads are at least this large (but for a file's last): a fresh buffer
+// holds the unconsumed tail of the one before (under one max-size chunk)
+// and at least one such read.
+constexpr size_t kReadSize = 2u << 20;
 
 // Trees cached in the catalog per transaction.
 constexpr size_t kTreesPerTransaction = 1024;
@@ -103,6 +105,18 @@ bool unchanged(const NodeMeta& now, const TreeEntry& before) {
          now.inode == b.inode && now.device == b.device;
 }
 
+}  // namespace
+
+size_t read_buffer_size(const ChunkerParams& chunker) {
+  return (size_t{chunker.max_size} + kReadSize + kHugePageSize - 1) / kHugePageSize * kHugePageSize;
+}
+
+size_t read_buffer_count(size_t buffer_size, size_t workers, size_t memory_budget) {
+  return std::min(memory_budget / 2 / buffer_size, workers) + 2;
+}
+
+namespace {
+
 class BackupRun : public SourceSink {
  public:
   BackupRun(Repository& repo, const BackupOptions& options, BackupProgress& progress,
@@ -116,7 +130,7 @@ class BackupRun : public SourceSink {
         index_(repo.catalog()),
         chunk_budget_(options.memory_budget / 2),
         part_budget_(options.memory_budget / 2),
-        read_buffers_(read_buffer_size(repo.config()), read_buffer_count(repo.config(), options)),
+        read_buffers_(read_buffer_size(repo.config().chunker), read_buffer_count(repo.config(), options)),
         uploads_(4, 16),
         packs_(repo.content(), pack_options(repo.config(), progress.stage_cpu), uploads_, part_budget_),
         workers_(worker_count(options), 64),
@@ -211,16 +225,8 @@ class BackupRun : public SourceSink {
   static size_t worker_count(const BackupOptions& o) {
     return o.workers ? o.workers : std::max(1u, std::thread::hardware_concurrency());
   }
-  static size_t read_buffer_size(const RepoConfig& c) {
-    return std::max(kReadSize, size_t{c.chunker.max_size}) * 2;
-  }
-  // Chunks in flight pin the buffers they lie in, two more for the walker;
-  // at most two a worker, though: the walker is faster than the workers, so
-  // it keeps every buffer it may have full, and each fresh buffer costs its
-  // first touch once per process (16 MiB of page faults and clearing),
-  // while two batches queued per worker keep them busy.
   static size_t read_buffer_count(const RepoConfig& c, const BackupOptions& o) {
-    return std::min(o.memory_budget / 2 / read_buffer_size(c), 2 * worker_count(o)) + 2;
+    return engine::read_buffer_count(read_buffer_size(c.chunker), worker_count(o), o.memory_budget);
   }
   static PackWriterOptions pack_options(const RepoConfig& c, StageCpu& cpu) { return {c.pack_size, c.part_size, &cpu}; }
 

@@ -65,6 +65,22 @@ struct BackupResult {
   std::string catalog_copy_error;  // why the catalog copy failed; empty if it did not
 };
 
+// The walker's read buffers: one max-size chunk (the unchunked tail carried
+// over from the buffer before) plus one read, in whole huge pages. No
+// larger: the walker outruns the workers, so every buffer the pool allows
+// is filled, and each is fresh memory once per process (the kernel clears
+// it: 3-6 ms of CPU per MiB on the development VM). 10 MiB for the default
+// 8 MiB chunks, where twice the chunk (16 MiB) was 6 MiB more per buffer.
+size_t read_buffer_size(const ChunkerParams& chunker);
+
+// How many read buffers a backup may have out: chunks in flight pin the
+// buffers they lie in, two more for the walker; at most one a worker, within
+// half the memory budget. The walker outruns the workers, so it fills every
+// buffer it may have, each fresh memory once per process; on two cores four
+// buffers of 10 MiB kept both as busy as six did (docs/performance.md,
+// "Smaller read buffers"), with 25-30 MiB less peak memory.
+size_t read_buffer_count(size_t buffer_size, size_t workers, size_t memory_budget);
+
 BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& options, BackupProgress& progress,
                         const std::function<void(const SkippedItem&)>& on_skip = {});
 
