@@ -1,5 +1,6 @@
 #include "engine/blob_codec.h"
 
+#include "engine/open_into.h"
 #include "engine/seal_parts.h"
 #include "util/error.h"
 
@@ -26,13 +27,14 @@ void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView
 
 ByteView open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
                    const std::string& what, StageCpu* cpu) {
+  ByteView opened;
   {
     StageTimer timer(cpu, Stage::kDecrypt);
-    open_sealed(key, sealed, id.view(), scratch, what);
+    opened = open_sealed_into(key, sealed, id.view(), scratch, what);
   }
-  if (scratch.empty()) throw Error(ErrorKind::kIntegrity, what + ": empty blob");
-  ByteView payload = ByteView(scratch).subspan(1);
-  switch (scratch[0]) {
+  if (opened.empty()) throw Error(ErrorKind::kIntegrity, what + ": empty blob");
+  const ByteView payload = opened.subspan(1);
+  switch (opened[0]) {
     case kRaw:
       if (payload.size() != raw_length) {
         throw Error(ErrorKind::kIntegrity, what + ": holds " + std::to_string(payload.size()) + " bytes, index says " +
@@ -41,11 +43,10 @@ ByteView open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t ra
       return payload;
     case kZstd: {
       StageTimer timer(cpu, Stage::kDecompress);
-      decompress(payload, raw_length, raw, what);
-      return raw;
+      return decompress_into(payload, raw_length, raw, what);
     }
     default:
-      throw Error(ErrorKind::kIntegrity, what + ": unknown compression tag " + std::to_string(scratch[0]));
+      throw Error(ErrorKind::kIntegrity, what + ": unknown compression tag " + std::to_string(opened[0]));
   }
 }
 

@@ -20,7 +20,9 @@ void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView
                StageClock* clock = nullptr);
 
 // The content of a stored blob: in `raw` where it was compressed, else in
-// `scratch` (not copied out), valid until either changes. Throws
+// `scratch` (not copied out), valid until either changes. Both are reused
+// buffers that only grow (the blob's opened stored form is the first
+// sealed.size() - kSealOverhead bytes of `scratch`). Throws
 // Error(kIntegrity) naming `what` if it does not authenticate or decode to
 // raw_length bytes. Decryption and decompression count in `cpu`, if given.
 ByteView open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,

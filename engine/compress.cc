@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/open_into.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
 
@@ -158,12 +159,12 @@ bool Compressor::compress(ByteView data, Bytes& out) {
   return true;
 }
 
-void decompress(ByteView frame, size_t raw_length, Bytes& out, const std::string& what) {
+ByteView decompress_into(ByteView frame, size_t raw_length, Bytes& buffer, const std::string& what) {
   thread_local const std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx(ZSTD_createDCtx());
   if (!dctx) throw Error(ErrorKind::kFailure, "zstd: cannot allocate a decompression context");
 
   auto corrupt = [&](const std::string& why) {
-    out.clear();
+    buffer.clear();
     return Error(ErrorKind::kIntegrity, what + ": " + why);
   };
   const unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
@@ -171,13 +172,17 @@ void decompress(ByteView frame, size_t raw_length, Bytes& out, const std::string
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != raw_length) {
     throw corrupt("zstd frame holds " + std::to_string(declared) + " bytes, expected " + std::to_string(raw_length));
   }
-  reserve_huge(out, raw_length);
-  out.resize(raw_length);
+  const std::span<uint8_t> out = overwritable(buffer, raw_length);
   const size_t rc = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
   if (ZSTD_isError(rc)) throw corrupt(std::string("zstd decompression failed: ") + ZSTD_getErrorName(rc));
   if (rc != raw_length) {
     throw corrupt("zstd frame decoded to " + std::to_string(rc) + " bytes, expected " + std::to_string(raw_length));
   }
+  return out;
+}
+
+void decompress(ByteView frame, size_t raw_length, Bytes& out, const std::string& what) {
+  out.resize(decompress_into(frame, raw_length, out, what).size());
 }
 
 }  // namespace keel::engine

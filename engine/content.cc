@@ -11,6 +11,7 @@
 #include "engine/blob_codec.h"
 #include "util/buffer_pool.h"
 #include "util/checksum.h"
+#include "util/spares.h"
 
 namespace keel::engine {
 namespace {
@@ -117,9 +118,10 @@ ByteView Content::handed_on(const catalog::BlobLocation& copy, ByteView plain, O
                             Buffers& buf) {
   if (form == BlobForm::kOpened) return plain;
   // Sealed again under this process's key: the pack it goes to names only
-  // that one. `scratch` still holds the opened stored form.
+  // that one. `scratch` still holds the opened stored form, at its front.
   buf.resealed.clear();
-  seal(keys_.write_key(), lane.scratch, copy.blob.id.view(), buf.resealed);
+  const ByteView opened = ByteView(lane.scratch).first(copy.blob.stored_length - kSealOverhead);
+  seal(keys_.write_key(), opened, copy.blob.id.view(), buf.resealed);
   return buf.resealed;
 }
 
@@ -278,6 +280,9 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
   BufferPool buffers(biggest, std::max<uint64_t>(1, options.memory_budget / biggest));
   std::atomic<uint64_t> bytes_read{0};
   auto cancelled = [&] { return options.cancel && options.cancel->load(); };
+  // Opening buffers, one set per read in flight (the limit's), not per
+  // reader thread: fresh memory costs page faults (util/spares.h).
+  Spares<Buffers> spare_buffers;
 
   TaskGroup group;
   {
@@ -293,9 +298,9 @@ ReadStats Content::read(std::span<const catalog::BlobLocation> blobs, std::span<
           ~Release() { limit.release(bytes); }
         } release{limit, r->length};
         if (cancelled()) return;
-        thread_local Buffers buf;
+        Spare<Buffers> buf(spare_buffers);
         std::shared_ptr<uint8_t[]> data = buffers.get();  // waits while the budget is spent
-        bytes_read += read_range(blobs, *r, std::span<uint8_t>(data.get(), r->length), options.form, sink, buf,
+        bytes_read += read_range(blobs, *r, std::span<uint8_t>(data.get(), r->length), options.form, sink, *buf,
                                  options.cpu);
       }));
     }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/open_into.h"
 #include "engine/seal_parts.h"
 #include "util/error.h"
 #include "util/hmac_sha256_lanes.h"
@@ -140,7 +141,8 @@ Bytes seal(const Key256& key, ByteView plain, ByteView associated) {
   return out;
 }
 
-void open_sealed(const Key256& key, ByteView box, ByteView associated, Bytes& out, const std::string& what) {
+ByteView open_sealed_into(const Key256& key, ByteView box, ByteView associated, Bytes& buffer,
+                          const std::string& what) {
   if (box.size() < kSealOverhead) {
     throw Error(ErrorKind::kIntegrity, what + ": sealed box too short (" + std::to_string(box.size()) +
                                            " bytes, at least " + std::to_string(kSealOverhead) + " expected)");
@@ -151,16 +153,20 @@ void open_sealed(const Key256& key, ByteView box, ByteView associated, Bytes& ou
   std::memcpy(tag, box.data() + box.size() - kTagSize, kTagSize);
 
   EVP_CIPHER_CTX* ctx = gcm_context(key, box.data(), false);
-  reserve_huge(out, cipher_text.size());
-  out.resize(cipher_text.size());
+  const std::span<uint8_t> out = overwritable(buffer, cipher_text.size());
   int final_size = 0;
   if (!gcm_update(ctx, associated, nullptr) || !gcm_update(ctx, cipher_text, out.data()) ||
       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(kTagSize), tag) != 1 ||
       EVP_DecryptFinal_ex(ctx, out.data() + out.size(), &final_size) != 1) {
     ERR_clear_error();
-    out.clear();  // never hand out unauthenticated plaintext
+    buffer.clear();  // never hand out unauthenticated plaintext
     throw Error(ErrorKind::kIntegrity, what + ": authentication failed (wrong key or corrupted data)");
   }
+  return out;
+}
+
+void open_sealed(const Key256& key, ByteView box, ByteView associated, Bytes& out, const std::string& what) {
+  out.resize(open_sealed_into(key, box, associated, out, what).size());
 }
 
 Bytes open_sealed(const Key256& key, ByteView box, ByteView associated, const std::string& what) {

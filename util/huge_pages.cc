@@ -43,4 +43,15 @@ void reserve_huge(Bytes& b, size_t n) {
   advise_huge_pages(b.data(), b.capacity());
 }
 
+std::span<uint8_t> overwritable(Bytes& b, size_t n) {
+  if (b.size() < n) {
+    if (b.capacity() < n) {
+      b.clear();  // nothing to keep: the reallocation copies nothing
+      reserve_huge(b, n);
+    }
+    b.resize(b.capacity());
+  }
+  return {b.data(), n};
+}
+
 }  // namespace keel

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/compress.h"
+#include "engine/open_into.h"
 #include "tests/unit/test_support.h"
 #include "util/error.h"
 
@@ -86,6 +87,31 @@ TEST_CASE("the frame view holds the frame the appending call appends", "[compres
     CHECK(Bytes(frame->begin(), frame->end()) == appended);
     CHECK(round_trip(*frame, input.size()) == input);
   }
+}
+
+TEST_CASE("decompress_into reuses one buffer for chunks of varying sizes", "[compress]") {
+  // Large, small, large again: each result is the front of the one buffer,
+  // which keeps its size (nothing zero-filled again on the way back up).
+  const Bytes inputs[] = {text_bytes(3 << 20, 11), text_bytes(4000, 12), text_bytes(1 << 20, 13)};
+  Compressor compressor(1);
+  Bytes buffer;
+  const uint8_t* front = nullptr;
+  for (const Bytes& input : inputs) {
+    INFO(input.size() << " bytes");
+    Bytes frame;
+    REQUIRE(compressor.compress(input, frame));
+    const ByteView out = decompress_into(frame, input.size(), buffer, "test chunk");
+    CHECK(Bytes(out.begin(), out.end()) == input);
+    CHECK(out.data() == buffer.data());
+    CHECK(buffer.size() >= (3u << 20));
+    if (front) CHECK(buffer.data() == front);  // grown once, for the first
+    front = buffer.data();
+  }
+  const Bytes text = inputs[1];
+  Bytes frame;
+  REQUIRE(compressor.compress(text, frame));
+  CHECK_THROWS_AS(decompress_into(frame, text.size() + 1, buffer, "x"), Error);
+  CHECK(buffer.empty());  // nothing of a failed frame left to read
 }
 
 TEST_CASE("the configured level is used", "[compress]") {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/crypto.h"
+#include "engine/open_into.h"
 #include "engine/seal_parts.h"
 #include "util/error.h"
 
@@ -61,6 +62,17 @@ TEST_CASE("seal appends to the output and open resizes it", "[crypto]") {
   Bytes opened(5000, 0xee);
   open_sealed(key, ByteView(out).subspan(3), {}, opened, "test box");
   CHECK(opened == plain);
+
+  // Into a reused buffer: the plaintext at its front, the buffer not shrunk.
+  Bytes buffer(5000, 0xee);
+  const ByteView view = open_sealed_into(key, ByteView(out).subspan(3), {}, buffer, "test box");
+  CHECK(view.data() == buffer.data());
+  CHECK(Bytes(view.begin(), view.end()) == plain);
+  CHECK(buffer.size() == 5000);
+  Bytes altered(out.begin() + 3, out.end());
+  altered[kNonceSize] ^= 1;
+  CHECK_THROWS_AS(open_sealed_into(key, altered, {}, buffer, "test box"), Error);
+  CHECK(buffer.empty());  // no unauthenticated plaintext left to read
 }
 
 TEST_CASE("a box sealed in two parts opens to both, replacing what the output held", "[crypto]") {

@@ -28,3 +28,22 @@ TEST_CASE("reserve_huge grows capacity only, keeping the contents", "[huge_pages
   keel::reserve_huge(b, 10);  // never shrinks or moves
   CHECK(b.data() == data);
 }
+
+TEST_CASE("overwritable grows a reused buffer and never zero-fills a byte twice", "[huge_pages]") {
+  keel::Bytes b;
+  const std::span<uint8_t> first = keel::overwritable(b, 100);
+  REQUIRE(first.size() == 100);
+  std::memset(first.data(), 7, first.size());
+  const std::span<uint8_t> smaller = keel::overwritable(b, 10);
+  CHECK(smaller.size() == 10);
+  CHECK(smaller.data() == first.data());
+  CHECK(b.size() >= 100);  // not shrunk, so growing back to 100 fills nothing
+  CHECK(keel::overwritable(b, 100)[50] == 7);
+  const std::span<uint8_t> large = keel::overwritable(b, kHugePageSize + 1);
+  REQUIRE(large.size() == kHugePageSize + 1);
+  CHECK(b.capacity() == 2 * kHugePageSize);  // whole huge pages, all usable
+  CHECK(b.size() == b.capacity());
+  std::memset(large.data(), 9, large.size());
+  CHECK(keel::overwritable(b, 5000).data() == large.data());
+  CHECK(keel::overwritable(b, 2 * kHugePageSize)[kHugePageSize] == 9);
+}
