@@ -388,8 +388,11 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
     throw S3Error("InvalidArgument", "x-amz-object-ownership must be " + std::string(kObjectOwnershipChoices) +
                                          ", not '" + ownership + "'");
   }
-  return small_body(call, [this, name = call.request.bucket, user = call.user.name, object_lock,
-                           ownership](const std::string& body) {
+  // The ACL this request gives the bucket (none given: private), for a re-create of one the user owns.
+  RequestedAcl requested = acl_from_headers(call.request, call.user.name, call.user.name, config_.users);
+  const Acl asked = requested.given ? std::move(requested.acl) : canned_acl("private", call.user.name, call.user.name);
+  return small_body(call, [this, name = call.request.bucket, user = call.user.name, object_lock, ownership,
+                           asked](const std::string& body) {
     if (!body.empty()) {
       const auto tree = read_xml_body(body);
       const std::string location = xml_value(tree, "CreateBucketConfiguration.LocationConstraint");
@@ -402,9 +405,18 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
       if (it->second->record.owner == user) {
         // As S3 in us-east-1 does (and Ceph RGW): re-creating your own bucket
         // succeeds, so a client that retries a create whose reply it lost
-        // (minio-go, hence restic) does not fail.
-        if (config_.region == "us-east-1") return Response{};
-        throw S3Error("BucketAlreadyOwnedByYou", "you already own the bucket '" + name + "'");
+        // (minio-go, hence restic) does not fail. Unlike S3, which then resets
+        // the bucket's ACL to the one asked for, a re-create that would change
+        // it is refused, as RGW does: a retry never makes a bucket public or private.
+        if (config_.region != "us-east-1") {
+          throw S3Error("BucketAlreadyOwnedByYou", "you already own the bucket '" + name + "'");
+        }
+        const BucketAccessRules& rules = *it->second->rules;
+        if (!rules.acls_disabled() && rules.acl.value_or(canned_acl("private", user, user)) != asked) {
+          throw S3Error("BucketAlreadyExists", "you already own the bucket '" + name +
+                                                   "' with another ACL: change it with PutBucketAcl");
+        }
+        return Response{};
       }
       throw S3Error("BucketAlreadyExists", "the bucket '" + name + "' exists and belongs to another user");
     }

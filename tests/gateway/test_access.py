@@ -106,6 +106,23 @@ class AccessTest(unittest.TestCase):
         # Only the owner changes the bucket's ACL.
         self.assertEqual(code(lambda: self.bob.put_bucket_acl(Bucket=bucket, ACL="public-read")), (403, "AccessDenied"))
 
+    def test_recreating_your_bucket_succeeds_only_without_changing_its_acl(self):
+        """A re-create of a bucket you own answers 200 (us-east-1: a retried create succeeds) when it
+        asks for the ACL the bucket has (none asked: private); one that would change it is refused
+        409 BucketAlreadyExists, as RGW, and the ACL stays."""
+        listed = lambda b: [g["Permission"] for g in self.alice.get_bucket_acl(Bucket=b)["Grants"]]
+        private = self.new_bucket()
+        self.alice.create_bucket(Bucket=private)
+        self.assertEqual(code(lambda: self.alice.create_bucket(Bucket=private, ACL="public-read")),
+                         (409, "BucketAlreadyExists"))
+        self.assertEqual(listed(private), ["FULL_CONTROL"])
+        public = self.new_bucket(ACL="public-read")
+        self.alice.create_bucket(Bucket=public, ACL="public-read")
+        self.assertEqual(code(lambda: self.alice.create_bucket(Bucket=public)), (409, "BucketAlreadyExists"))
+        self.assertEqual(listed(public), ["READ", "FULL_CONTROL"])
+        self.assertEqual(code(lambda: self.bob.create_bucket(Bucket=public, ACL="public-read")),
+                         (409, "BucketAlreadyExists"))
+
     def test_grants_listed_groups_first_then_users_by_name(self):
         """S3 gives grant order no meaning; conformance suites compare it with RGW's: group grants
         first (in the order given), then user grants by user."""
