@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <thread>
 
 #include "targets/local/direct_file.h"
 #include "util/error.h"
@@ -117,6 +119,13 @@ class LocalTarget : public Target {
     UniqueFd owned(fd);
     return pread_full(fd, out, static_cast<off_t>(offset), "read " + path);
   }
+
+  // Reader threads also decrypt, decompress, verify and write what they
+  // read, so past two per core they only share the cores, and each more
+  // holds its own range buffer, opening buffers and early pieces: on two
+  // cores, 8 readers (the adaptive limit climbs there on noise) cost a
+  // restore 12% more CPU and more wall time than 4 (docs/performance.md).
+  size_t read_concurrency() const override { return 2 * std::max(1u, std::thread::hardware_concurrency()); }
 
   std::optional<ObjectInfo> head(const std::string& key) override {
     check_key(key);
