@@ -123,8 +123,8 @@ class LocalTarget : public Target {
   // Reader threads also decrypt, decompress, verify and write what they
   // read, so past two per core they only share the cores, and each more
   // holds its own range buffer, opening buffers and early pieces: on two
-  // cores, 8 readers (the adaptive limit climbs there on noise) cost a
-  // restore 12% more CPU and more wall time than 4 (docs/performance.md).
+  // cores the adaptive limit climbed to 6-8, which restored no faster than 4
+  // and held a third more memory (docs/performance.md, issue 20, seventh step).
   size_t read_concurrency() const override { return 2 * std::max(1u, std::thread::hardware_concurrency()); }
 
   std::optional<ObjectInfo> head(const std::string& key) override {

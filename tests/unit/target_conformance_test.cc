@@ -270,7 +270,7 @@ TEST_CASE("targets: stale uploads of a crashed run are removed", "[target]") {
 
 TEST_CASE("targets: a local directory caps restore's reads in flight at two per core", "[target][restore]") {
   // Its reader threads do the opening and writing too: more than two per core
-  // only multiply their buffers (docs/performance.md, "Fewer readers").
+  // only multiply their buffers (docs/performance.md, issue 20, seventh step).
   auto t = conformance_targets().front().make();
   CHECK(t->read_concurrency() == 2 * std::max(1u, std::thread::hardware_concurrency()));
 }
