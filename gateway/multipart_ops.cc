@@ -173,7 +173,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
   // Every part is sealed with the key the upload was created with, as AWS.
-  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_, "InvalidRequest");
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_);
   std::shared_ptr<BucketStorage::Writer> writer = create_object_writer(*bucket->storage, encryption.data_key);
   return body_reader(
       call,
@@ -210,7 +210,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
-  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_, "InvalidRequest");
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_);
   const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
   S3Request source_request = call.request;
   source_request.bucket = source.bucket;
