@@ -283,6 +283,10 @@ class S3Api final : public RequestHandler {
                       bool may_remove_unversioned, const std::string& marker_owner,
                       std::vector<Segment>& unused);
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
+  // Records an uploaded part (its file written), replacing the part of that number: when one
+  // part is sent twice at once, the upload that finishes last is kept. A part of an upload
+  // completed or aborted meanwhile is removed (NoSuchUpload).
+  void store_part(const Bucket& bucket, const std::string& upload_id, const PartRecord& part);
 
   GatewayConfig config_;
   FileLock state_lock_;  // keeps keel gateway gc (and a second gateway) off this state directory

@@ -11,11 +11,13 @@ s3:RequestObjectTag/<key> and s3:ExistingObjectTag/<key>."""
 import base64
 import datetime
 import hashlib
+import http.client
 import json
 import os
 import shutil
 import tempfile
 import unittest
+import urllib.parse
 
 import boto3
 import requests
@@ -255,6 +257,52 @@ class SuiteGroupsTest(unittest.TestCase):
         self.assertEqual(code(lambda: s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": {
             "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*",
             "Condition": {"StringEquals": {"aws:Referer": "https://example.com/"}}}}))), "MalformedPolicy")
+
+    def test_part_sent_twice_the_upload_finishing_last_wins(self):
+        """Part 1 sent twice at once, the first request finishing last: that upload is the
+        part; a completion that lists both answers for part 1 builds the object from it once."""
+        s3, code = self.s3, self.code
+        bucket = self.new_bucket()
+        uid = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+        first, second = b"A" * 4096, b"B" * 4096
+        # The first upload by hand: its head and half its body, then the second whole, then the rest.
+        url = urllib.parse.urlsplit(s3.generate_presigned_url(
+            "upload_part", Params={"Bucket": bucket, "Key": "mp", "UploadId": uid, "PartNumber": 1}))
+        slow = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        slow.putrequest("PUT", f"{url.path}?{url.query}", skip_accept_encoding=True)
+        slow.putheader("Content-Length", str(len(first)))
+        slow.endheaders()
+        slow.send(first[:1000])
+        second_etag = s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=second)["ETag"]
+        slow.send(first[1000:])
+        answer = slow.getresponse()
+        self.assertEqual(answer.status, 200, answer.read())
+        first_etag = answer.getheader("ETag")
+        slow.close()
+        self.assertEqual(first_etag.strip('"'), hashlib.md5(first).hexdigest())
+        self.assertEqual([p["ETag"] for p in s3.list_parts(Bucket=bucket, Key="mp", UploadId=uid)["Parts"]],
+                         [first_etag])
+
+        def complete(*parts):
+            return s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid, MultipartUpload={
+                "Parts": [{"ETag": etag, "PartNumber": number} for number, etag in parts]})
+        self.assertEqual(code(lambda: complete((1, second_etag))), "InvalidPart")
+        self.assertEqual(code(lambda: complete((1, second_etag), (1, second_etag))), "InvalidPart")
+        done = complete((1, second_etag), (1, first_etag))
+        expected = hashlib.md5(hashlib.md5(first).digest()).hexdigest() + "-1"
+        self.assertEqual(done["ETag"].strip('"'), expected)
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="mp")["Body"].read(), first)
+
+    def test_completion_parts_must_not_go_back(self):
+        s3, code = self.s3, self.code
+        bucket = self.new_bucket()
+        uid = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+        etags = [s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=n, Body=os.urandom(5 << 20))["ETag"]
+                 for n in (1, 2)]
+        parts = [{"ETag": etags[1], "PartNumber": 2}, {"ETag": etags[0], "PartNumber": 1}]
+        self.assertEqual(code(lambda: s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid,
+                                                                   MultipartUpload={"Parts": parts})),
+                         "InvalidPartOrder")
 
     def test_ownership_on_create_policy_status_expected_owner(self):
         s3, code = self.s3, self.code
