@@ -258,6 +258,49 @@ class SuiteGroupsTest(unittest.TestCase):
             "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*",
             "Condition": {"StringEquals": {"aws:Referer": "https://example.com/"}}}}))), "MalformedPolicy")
 
+    def test_policy_condition_on_grant_headers_and_owner_bound_by_object_acls(self):
+        """A policy that lets others write only when they give the bucket's owner full control
+        (s3:x-amz-grant-full-control); the owner of a bucket made through the API reads another
+        user's object and its ACL only as that object's ACL allows, as S3."""
+        s3, bob, code = self.s3, self.bob, self.code
+        alice_grant = "id=" + hashlib.sha256(b"alice").hexdigest()
+        guarded, open_to_all = self.new_bucket(), self.new_bucket()
+        self.put_policy(guarded, {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+                                  "Condition": {"StringEquals": {"s3:x-amz-grant-full-control": alice_grant}}})
+        self.put_policy(open_to_all, {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject"})
+        self.assertEqual(code(lambda: bob.put_object(Bucket=guarded, Key="k", Body=b"x")), "AccessDenied")
+        self.assertEqual(code(lambda: bob.put_object(Bucket=guarded, Key="k", Body=b"x", GrantFullControl="id=" +
+                                                     hashlib.sha256(b"bob").hexdigest())), "AccessDenied")
+        bob.put_object(Bucket=guarded, Key="k", Body=b"granted", GrantFullControl=alice_grant)
+        grants = s3.get_object_acl(Bucket=guarded, Key="k")["Grants"]
+        self.assertEqual([(g["Grantee"]["DisplayName"], g["Permission"]) for g in grants], [("alice", "FULL_CONTROL")])
+        self.assertEqual(s3.get_object(Bucket=guarded, Key="k")["Body"].read(), b"granted")
+
+        bob.put_object(Bucket=open_to_all, Key="k", Body=b"bob's own")
+        self.assertEqual(code(lambda: s3.get_object_acl(Bucket=open_to_all, Key="k")), "AccessDenied")
+        self.assertEqual(code(lambda: s3.get_object(Bucket=open_to_all, Key="k")), "AccessDenied")
+        self.assertEqual(bob.get_object_acl(Bucket=open_to_all, Key="k")["Grants"][0]["Grantee"]["DisplayName"], "bob")
+        # Its owner may still list and delete it: the bucket's ACL gives alice FULL_CONTROL.
+        self.assertEqual([o["Key"] for o in s3.list_objects_v2(Bucket=open_to_all)["Contents"]], ["k"])
+        s3.delete_object(Bucket=open_to_all, Key="k")
+
+    def test_bucket_acl_without_grants_binds_its_owner(self):
+        """An owner who put a bucket ACL without grants keeps reading and writing that ACL
+        and reading its own objects (their ACLs), but may no longer list or write, as S3."""
+        s3, code = self.s3, self.code
+        bucket = self.new_bucket()
+        s3.put_object(Bucket=bucket, Key="mine", Body=b"kept")
+        acl = s3.get_bucket_acl(Bucket=bucket)
+        s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={"Owner": acl["Owner"], "Grants": []})
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="mine")["Body"].read(), b"kept")
+        self.assertEqual(code(lambda: s3.put_object(Bucket=bucket, Key="new", Body=b"x")), "AccessDenied")
+        self.assertEqual(code(lambda: s3.list_objects_v2(Bucket=bucket)), "AccessDenied")
+        self.assertEqual(code(lambda: s3.delete_object(Bucket=bucket, Key="mine")), "AccessDenied")
+        self.assertEqual(s3.get_bucket_acl(Bucket=bucket)["Grants"], [])
+        s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={"Owner": acl["Owner"], "Grants": acl["Grants"]})
+        s3.put_object(Bucket=bucket, Key="new", Body=b"x")
+        self.assertEqual(len(s3.list_objects_v2(Bucket=bucket)["Contents"]), 2)
+
     def test_part_sent_twice_the_upload_finishing_last_wins(self):
         """Part 1 sent twice at once, the first request finishing last: that upload is the
         part; a completion that lists both answers for part 1 builds the object from it once."""
