@@ -173,7 +173,8 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
   const bool acls = !rules->acls_disabled();
   const bool owner_by_acls = level == Access::kOwner && !bucket.record.configured && acls;
   if (level >= needed && !rules->policy && !owner_by_acls) return;  // the common case, kept cheap
-  Operation operation = route(call.request);
+  const Operation routed = route(call.request);
+  Operation operation = routed;
   // The source of a copy is read.
   if ((operation == Operation::kCopyObject || operation == Operation::kUploadPartCopy) && needed == Access::kRead) {
     operation = Operation::kGetObject;
@@ -193,7 +194,9 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
   const auto policy_says = [&](Operation as, const std::string& key) {
     return policy_effect(call, bucket, *rules, as, key, level);
   };
-  const PolicyEffect effect = policy_says(operation, r.key);
+  // admit() judged this request under these rules already.
+  const bool admitted = call.policy_verdict && call.policy_verdict->rules == rules && operation == routed;
+  const PolicyEffect effect = admitted ? call.policy_verdict->effect : policy_says(operation, r.key);
   refuse_policy_deny(bucket, operation, effect, level);
   const Acl bucket_acl = rules->acl.value_or(canned_acl("private", bucket.record.owner, bucket.record.owner));
   const bool ignore_public = block.ignore_public_acls;
@@ -253,22 +256,23 @@ void S3Api::refuse_policy_deny(const Bucket& bucket, Operation operation, Policy
   }
 }
 
-void S3Api::refuse_denied_early(const Call& call, Operation operation) {
+std::optional<S3Api::PolicyVerdict> S3Api::refuse_denied_early(const Call& call, Operation operation) {
   // A form's signer and key are known only from its fields: its PutObject is admitted then.
-  if (operation == Operation::kPostObject) return;
+  if (operation == Operation::kPostObject) return std::nullopt;
   std::shared_ptr<Bucket> bucket;
   std::shared_ptr<const BucketAccessRules> rules;
   {
     std::lock_guard lock(mutex_);
     const auto it = buckets_.find(call.request.bucket);
-    if (it == buckets_.end()) return;  // the operation answers NoSuchBucket
+    if (it == buckets_.end()) return std::nullopt;  // the operation answers NoSuchBucket
     bucket = it->second;
     rules = bucket->rules;
   }
-  if (!rules->policy) return;
+  if (!rules->policy) return std::nullopt;
   const Access level = access(*bucket, call.user);
-  refuse_policy_deny(*bucket, operation, policy_effect(call, *bucket, *rules, operation, call.request.key, level),
-                     level);
+  const PolicyEffect effect = policy_effect(call, *bucket, *rules, operation, call.request.key, level);
+  refuse_policy_deny(*bucket, operation, effect, level);
+  return PolicyVerdict{std::move(rules), effect};
 }
 
 std::optional<std::string> S3Api::condition_value(const Call& call, const Bucket& bucket, const std::string& key) {
