@@ -168,33 +168,49 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
     throw S3Error("AccessDenied", "user '" + call.user.name + "' has the append grant in bucket '" +
                                       bucket.record.name + "': it may create, read and list objects, not delete or change them");
   }
-  if (level >= needed && !rules->policy) return;  // the common case, kept cheap
-  Operation operation = route(call.request);
+  // S3's ACLs bind the owner of a bucket made through the API (below), not a configured
+  // bucket's owner, who keeps every right so that a backup's owner can always restore.
+  const bool acls = !rules->acls_disabled();
+  const bool owner_by_acls = level == Access::kOwner && !bucket.record.configured && acls;
+  if (level >= needed && !rules->policy && !owner_by_acls) return;  // the common case, kept cheap
+  const Operation routed = route(call.request);
+  Operation operation = routed;
   // The source of a copy is read.
   if ((operation == Operation::kCopyObject || operation == Operation::kUploadPartCopy) && needed == Access::kRead) {
     operation = Operation::kGetObject;
   }
+  const AclPermission wanted = acl_permission(operation);
+  // The level the configuration gives, but for such an owner, as S3: listing and writing
+  // need the bucket ACL's READ and WRITE once an ACL was put (none put: the owner's
+  // FULL_CONTROL), objects and their ACLs the object's ACL (whose owner keeps READ_ACP and
+  // WRITE_ACP); the bucket's own ACL, policy and settings stay the owner's.
+  const bool data_on_bucket =
+      wanted.on == AclNeed::kBucket && (wanted.permission == Permission::kRead || wanted.permission == Permission::kWrite);
+  const bool by_acls = owner_by_acls && (wanted.on == AclNeed::kObject || (data_on_bucket && rules->acl));
+  const Access floor = by_acls ? Access::kNone : level;
+  if (floor >= needed && !rules->policy) return;
   const S3Request& r = call.request;
   const PublicAccessBlock block = rules->block();
   const auto policy_says = [&](Operation as, const std::string& key) {
     return policy_effect(call, bucket, *rules, as, key, level);
   };
-  const PolicyEffect effect = policy_says(operation, r.key);
+  // admit() judged this request under these rules already.
+  const bool admitted = call.policy_verdict && call.policy_verdict->rules == rules && operation == routed;
+  const PolicyEffect effect = admitted ? call.policy_verdict->effect : policy_says(operation, r.key);
   refuse_policy_deny(bucket, operation, effect, level);
-  const AclPermission wanted = acl_permission(operation);
-  const bool acls = !rules->acls_disabled();
   const Acl bucket_acl = rules->acl.value_or(canned_acl("private", bucket.record.owner, bucket.record.owner));
   const bool ignore_public = block.ignore_public_acls;
   // Reading an object that someone is allowed to read only by a policy or ACL: S3 tells
   // those who may also list the bucket that the key is missing (404), others 403.
-  if (wanted.on == AclNeed::kObject && level < Access::kRead) {
+  if (wanted.on == AclNeed::kObject && floor < Access::kRead) {
     std::optional<ObjectRecord> object;
     {
       std::lock_guard lock(mutex_);
       object = metadata_.object(bucket.record.name, r.key, r.query_value("versionId").value_or(""));
     }
     if (object && !object->delete_marker) {
-      if (effect == PolicyEffect::kAllow ||
+      const bool on_acl = wanted.permission == Permission::kReadAcp || wanted.permission == Permission::kWriteAcp;
+      if (effect == PolicyEffect::kAllow || (acls && on_acl && owner_of(bucket, *object) == call.user.name) ||
           (acls && acl_allows(object_acl(bucket, *object), call.user.name, wanted.permission, ignore_public))) {
         return;
       }
@@ -203,7 +219,7 @@ void S3Api::authorize(const Call& call, const Bucket& bucket, Access needed) {
       return;
     }
   } else {
-    if (level >= needed || effect == PolicyEffect::kAllow) return;
+    if (floor >= needed || effect == PolicyEffect::kAllow) return;
     if (acls && wanted.on == AclNeed::kBucket &&
         acl_allows(bucket_acl, call.user.name, wanted.permission, ignore_public)) {
       return;
@@ -240,22 +256,23 @@ void S3Api::refuse_policy_deny(const Bucket& bucket, Operation operation, Policy
   }
 }
 
-void S3Api::refuse_denied_early(const Call& call, Operation operation) {
+std::optional<S3Api::PolicyVerdict> S3Api::refuse_denied_early(const Call& call, Operation operation) {
   // A form's signer and key are known only from its fields: its PutObject is admitted then.
-  if (operation == Operation::kPostObject) return;
+  if (operation == Operation::kPostObject) return std::nullopt;
   std::shared_ptr<Bucket> bucket;
   std::shared_ptr<const BucketAccessRules> rules;
   {
     std::lock_guard lock(mutex_);
     const auto it = buckets_.find(call.request.bucket);
-    if (it == buckets_.end()) return;  // the operation answers NoSuchBucket
+    if (it == buckets_.end()) return std::nullopt;  // the operation answers NoSuchBucket
     bucket = it->second;
     rules = bucket->rules;
   }
-  if (!rules->policy) return;
+  if (!rules->policy) return std::nullopt;
   const Access level = access(*bucket, call.user);
-  refuse_policy_deny(*bucket, operation, policy_effect(call, *bucket, *rules, operation, call.request.key, level),
-                     level);
+  const PolicyEffect effect = policy_effect(call, *bucket, *rules, operation, call.request.key, level);
+  refuse_policy_deny(*bucket, operation, effect, level);
+  return PolicyVerdict{std::move(rules), effect};
 }
 
 std::optional<std::string> S3Api::condition_value(const Call& call, const Bucket& bucket, const std::string& key) {

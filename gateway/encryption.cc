@@ -168,8 +168,7 @@ StoredEncryption encrypt_with_customer_key(const CustomerKey& key) {
   return out;
 }
 
-std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std::optional<CustomerKey>& key,
-                                       const std::string& wrong_key_code) {
+std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std::optional<CustomerKey>& key) {
   if (stored.kind != Kind::kCustomerKey) {
     if (key) throw S3Error("InvalidRequest", "The encryption parameters are not applicable to this object.");
     return std::nullopt;
@@ -179,9 +178,7 @@ std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std
                                     "parameters must be provided to retrieve the object.");
   }
   if (key_check(key->key, stored.salt) != stored.key_check) {
-    throw S3Error(wrong_key_code, wrong_key_code == "AccessDenied"
-                                      ? "Access Denied: the customer key is not the one the object was written with"
-                                      : "The provided encryption parameters did not match the ones used originally.");
+    throw S3Error("InvalidRequest", "The provided encryption parameters did not match the ones used originally.");
   }
   return as_key(engine::keyed_id(key->key, labelled(kDataKeyLabel, stored.salt)));
 }
@@ -285,12 +282,12 @@ ObjectEncryption encryption_for_write(const S3Request& request, const GatewayKey
 }
 
 ObjectEncryption encryption_for_read(const S3Request& request, ByteView stored, bool copy_source,
-                                     const GatewayKeys& keys, const std::string& wrong_key_code) {
+                                     const GatewayKeys& keys) {
   ObjectEncryption out;
   out.customer = customer_key(request, copy_source);
   out.stored = decode_encryption(stored);
   if (out.stored.kind != Kind::kGatewayKey && out.stored.kind != Kind::kKmsKey) {
-    out.data_key = data_key(out.stored, out.customer, wrong_key_code);
+    out.data_key = data_key(out.stored, out.customer);
     return out;
   }
   if (out.customer) throw S3Error("InvalidRequest", "The encryption parameters are not applicable to this object.");

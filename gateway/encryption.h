@@ -68,10 +68,9 @@ StoredEncryption encrypt_with_customer_key(const CustomerKey& key);
 
 // The data key to read or extend something written under SSE-C `stored` with
 // `key`. S3Error: `key` absent for an SSE-C object (InvalidRequest), present
-// for one without (InvalidRequest), or not the key it was written with
-// (`wrong_key_code`: AccessDenied for reads, InvalidRequest for upload parts, as AWS).
-std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std::optional<CustomerKey>& key,
-                                       const std::string& wrong_key_code = "AccessDenied");
+// for one without (InvalidRequest), or not the key it was written with (InvalidRequest,
+// as AWS answers an upload's parts and RGW any read; AWS documents no code for reads).
+std::optional<engine::Key256> data_key(const StoredEncryption& stored, const std::optional<CustomerKey>& key);
 
 // The ETag of an SSE-C or SSE-KMS object or part: not the MD5 of its plaintext (which would
 // let whoever sees it confirm a guess of the content), but a keyed digest of it.
@@ -116,7 +115,7 @@ ObjectEncryption encryption_for_write(const S3Request& request, const GatewayKey
 // with the key the request names (`copy_source`: its copy source's) or the
 // gateway's `keys`; data_key's S3Errors.
 ObjectEncryption encryption_for_read(const S3Request& request, ByteView stored, bool copy_source,
-                                     const GatewayKeys& keys, const std::string& wrong_key_code = "AccessDenied");
+                                     const GatewayKeys& keys);
 
 // Throws S3Error InvalidArgument for encryption headers `operation` cannot
 // honour on a bucket that can (`honours_sse_s3`: a dedupe bucket, or a raw one

@@ -68,6 +68,20 @@ UploadRecord S3Api::upload_for(const Call& call, const Bucket& bucket) {
   return *upload;
 }
 
+void S3Api::store_part(const Bucket& bucket, const std::string& upload_id, const PartRecord& part) {
+  std::optional<std::string> replaced;
+  bool upload_exists = false;
+  group_commit_.run([&] {
+    upload_exists = metadata_.upload(upload_id).has_value();
+    if (upload_exists) replaced = metadata_.put_part(upload_id, part);
+  });
+  if (!upload_exists) {
+    bucket.storage->remove(part.file);
+    throw S3Error("NoSuchUpload", "the upload '" + upload_id + "' was completed or aborted meanwhile");
+  }
+  if (replaced) bucket.storage->remove(*replaced);
+}
+
 namespace {
 
 // An upload's id: its initiation time (16 hex digits), then 64 random bits.
@@ -173,7 +187,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
   // Every part is sealed with the key the upload was created with, as AWS.
-  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_, "InvalidRequest");
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_);
   std::shared_ptr<BucketStorage::Writer> writer = create_object_writer(*bucket->storage, encryption.data_key);
   return body_reader(
       call,
@@ -185,17 +199,7 @@ std::unique_ptr<RequestBody> S3Api::upload_part(const Call& call) {
         const std::string checksum = part_checksum(upload, checks.checksum());
         PartRecord part{number, writer->size(), encryption.etag(checks.md5_hex()), now_ns(), writer->commit(),
                         checksum};
-        std::optional<std::string> replaced;
-        bool upload_exists = false;
-        group_commit_.run([&] {
-          upload_exists = metadata_.upload(upload.upload_id).has_value();
-          if (upload_exists) replaced = metadata_.put_part(upload.upload_id, part);
-        });
-        if (!upload_exists) {
-          bucket->storage->remove(part.file);
-          throw S3Error("NoSuchUpload", "the upload '" + upload.upload_id + "' was completed or aborted meanwhile");
-        }
-        if (replaced) bucket->storage->remove(*replaced);
+        store_part(*bucket, upload.upload_id, part);
         Response r;
         r.headers.emplace_back("etag", quoted_etag(part.etag));
         if (checks.checksum()) {
@@ -210,7 +214,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   const auto bucket = bucket_for(call, Access::kAppend);
   const UploadRecord upload = upload_for(call, *bucket);
   const int number = part_number(call.request);
-  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_, "InvalidRequest");
+  const ObjectEncryption encryption = encryption_for_read(call.request, upload.encryption, false, keys_);
   const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
   S3Request source_request = call.request;
   source_request.bucket = source.bucket;
@@ -245,12 +249,7 @@ Response S3Api::upload_part_copy(const Call& call) {
   });
   PartRecord part{number, range.length, encryption.etag(to_hex(md5.finish())), now_ns(), std::move(file),
                   checksum ? checksum->base64() : std::string()};
-  std::optional<std::string> replaced;
-  {
-    std::lock_guard lock(mutex_);
-    replaced = metadata_.put_part(upload.upload_id, part);
-  }
-  if (replaced) bucket->storage->remove(*replaced);
+  store_part(*bucket, upload.upload_id, part);
   XmlWriter xml;
   xml.open("CopyPartResult", kS3Namespace).element("LastModified", iso8601(part.modified_ns)).element("ETag", quoted_etag(part.etag));
   if (checksum) xml.element(checksum_element(checksum->name()), part.checksum);
@@ -279,7 +278,8 @@ std::vector<RequestedPart> requested_parts(const std::string& body, const std::s
     if (!number || !child.get_child_optional("ETag")) {
       throw S3Error("MalformedXML", "a <Part> needs <PartNumber> and <ETag>");
     }
-    if (!requested.empty() && *number <= requested.back().number) {
+    // A number may repeat (see named_parts), never go back.
+    if (!requested.empty() && *number < requested.back().number) {
       throw S3Error("InvalidPartOrder", "the parts must be listed in ascending order of part number");
     }
     requested.push_back({*number, unquote(xml_value(child, "ETag")),
@@ -287,6 +287,36 @@ std::vector<RequestedPart> requested_parts(const std::string& body, const std::s
   }
   if (requested.empty()) throw S3Error("MalformedXML", "the upload must name at least one part");
   return requested;
+}
+
+// The stored parts a completion names, in order, taken out of `stored` (what stays there
+// is not used). A part number listed more than once (a part sent again while its first
+// upload was still running, and both answers noted) stands for the part as stored, the
+// upload that finished last, when one of its entries has that part's ETag: never two
+// copies of one part.
+std::vector<PartRecord> named_parts(const std::vector<RequestedPart>& requested, std::map<int, PartRecord>& stored,
+                                    const std::string& algorithm) {
+  std::vector<PartRecord> named;
+  for (auto first = requested.begin(); first != requested.end();) {
+    const auto last =
+        std::find_if(first, requested.end(), [&](const RequestedPart& p) { return p.number != first->number; });
+    const auto part = stored.find(first->number);
+    const auto entry = part == stored.end() ? last : std::find_if(first, last, [&](const RequestedPart& p) {
+      return p.etag == part->second.etag;
+    });
+    if (entry == last) {
+      throw S3Error("InvalidPart", "part " + std::to_string(first->number) +
+                                       " was not uploaded or its ETag does not match");
+    }
+    if (!entry->checksum.empty() && entry->checksum != part->second.checksum) {
+      throw S3Error("InvalidPart", "the " + checksum_element(algorithm) + " of part " + std::to_string(entry->number) +
+                                       " is not the uploaded part's");
+    }
+    named.push_back(std::move(part->second));
+    stored.erase(part);
+    first = last;
+  }
+  return named;
 }
 
 NameValues completion_list(const std::vector<RequestedPart>& requested) {
@@ -384,41 +414,33 @@ std::unique_ptr<RequestBody> S3Api::complete_upload(const Call& call) {
       }
       std::map<int, PartRecord> parts;
       for (auto& part : metadata_.parts(upload.upload_id, 0, kMaxPartNumber)) parts[part.part_number] = part;
+      const std::vector<PartRecord> named = named_parts(requested, parts, upload.checksum_algorithm);
       std::string md5s, checksums;
       std::vector<std::pair<std::string, uint64_t>> part_crcs;
       bool all_checksummed = !upload.checksum_algorithm.empty();
-      for (size_t i = 0; i < requested.size(); ++i) {
-        const auto it = parts.find(requested[i].number);
-        if (it == parts.end() || it->second.etag != requested[i].etag) {
-          throw S3Error("InvalidPart", "part " + std::to_string(requested[i].number) +
-                                           " was not uploaded or its ETag does not match");
-        }
-        if (!requested[i].checksum.empty() && requested[i].checksum != it->second.checksum) {
-          throw S3Error("InvalidPart", "the " + checksum_element(upload.checksum_algorithm) + " of part " +
-                                           std::to_string(requested[i].number) + " is not the uploaded part's");
-        }
-        if (i + 1 < requested.size() && it->second.size < kMinPartSize) {
-          throw S3Error("EntityTooSmall", "part " + std::to_string(requested[i].number) +
+      for (size_t i = 0; i < named.size(); ++i) {
+        const PartRecord& part = named[i];
+        if (i + 1 < named.size() && part.size < kMinPartSize) {
+          throw S3Error("EntityTooSmall", "part " + std::to_string(part.part_number) +
                                               " is smaller than the 5 MiB minimum for all but the last part");
         }
-        const Bytes binary = from_hex(it->second.etag);
+        const Bytes binary = from_hex(part.etag);
         md5s.append(as_chars(binary));
-        all_checksummed = all_checksummed && !it->second.checksum.empty();
-        if (!it->second.checksum.empty()) {
-          const Bytes raw = from_base64(it->second.checksum);
+        all_checksummed = all_checksummed && !part.checksum.empty();
+        if (!part.checksum.empty()) {
+          const Bytes raw = from_base64(part.checksum);
           checksums.append(as_chars(raw));
-          part_crcs.emplace_back(it->second.checksum, it->second.size);
-          object.part_checksums.emplace_back(std::to_string(requested[i].number), it->second.checksum);
+          part_crcs.emplace_back(part.checksum, part.size);
+          object.part_checksums.emplace_back(std::to_string(part.part_number), part.checksum);
         }
-        object.segments.push_back({it->second.file, it->second.size});
-        object.size += it->second.size;
-        parts.erase(it);
+        object.segments.push_back({part.file, part.size});
+        object.size += part.size;
       }
       for (const auto& [number, part] : parts) unused.push_back(part.file);
       object.bucket = upload.bucket;
       object.key = upload.key;
       object.encryption = upload.encryption;
-      const std::string count = "-" + std::to_string(requested.size());
+      const std::string count = "-" + std::to_string(named.size());
       object.etag = to_hex(md5(as_bytes(md5s))) + count;
       if (all_checksummed && upload_checksum_type(upload) == "FULL_OBJECT") {
         object.checksum_algorithm = upload.checksum_algorithm;

@@ -190,10 +190,12 @@ std::unique_ptr<RequestBody> S3Api::post_object(const Call& call) {
     upload->success_status = field(fields, "success_action_status").value_or("");
     upload->redirect = field(fields, "success_action_redirect").value_or(field(fields, "redirect").value_or(""));
 
-    const Call put_call{put, user, upload->auth};
-    const std::optional<Acl> acl = admit(put_call, Operation::kPutObject);
+    Call put_call{put, user, upload->auth};
+    admit(put_call, Operation::kPutObject);
     Exchange exchange{{}, put_object(put_call)};
-    if (acl) exchange = apply_acl_after(std::move(exchange), put_call, Operation::kPutObject, *acl);
+    if (put_call.requested_acl) {
+      exchange = apply_acl_after(std::move(exchange), put_call, Operation::kPutObject, *put_call.requested_acl);
+    }
     upload->put = std::move(exchange.body);
   };
   auto file_data = [upload](ByteView data) {

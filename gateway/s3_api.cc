@@ -215,21 +215,21 @@ Exchange S3Api::begin(RequestHead head) {
     }
     cors = cors_response_headers(request);
     const Authentication auth = authenticate(request, config_.users, clock_());
-    const Call call{request, *auth.user, auth};
+    Call call{request, *auth.user, auth};
     const Operation operation = route(request);
     failed.operation = operation_name(operation);
     if (auth.user == &anonymous_user() &&
         (operation == Operation::kListBuckets || operation == Operation::kCreateBucket)) {
       throw S3Error("AccessDenied", "anonymous requests cannot list or create buckets; sign the request");
     }
-    const std::optional<Acl> acl = admit(call, operation);
+    admit(call, operation);
     const bool over_rdma = request.has_header(targets::rdma::kTokenHeader) && carries_rdma_payload(operation);
     if (over_rdma && !rdma_) {
       failed.response = rdma_declined("this gateway has no rdma_listen", resource, head.request_id);
       return failed;
     }
     Exchange exchange = dispatch(operation, call);
-    if (acl) exchange = apply_acl_after(std::move(exchange), call, operation, *acl);
+    if (call.requested_acl) exchange = apply_acl_after(std::move(exchange), call, operation, *call.requested_acl);
     exchange.operation = failed.operation;
     exchange.response.headers.emplace_back("x-amz-request-id", head.request_id);
     exchange.response.headers.insert(exchange.response.headers.end(), cors.begin(), cors.end());
@@ -244,11 +244,11 @@ Exchange S3Api::begin(RequestHead head) {
   return failed;
 }
 
-std::optional<Acl> S3Api::admit(const Call& call, Operation operation) {
+void S3Api::admit(Call& call, Operation operation) {
   const S3Request& request = call.request;
-  refuse_denied_early(call, operation);
+  call.policy_verdict = refuse_denied_early(call, operation);
   check_encryption_headers(request, operation, encrypted_at_rest(request.bucket) || keys_.master(), keys_.has_kms());
-  return requested_acl(call, operation);
+  call.requested_acl = requested_acl(call, operation);
 }
 
 Exchange S3Api::dispatch(Operation operation, const Call& call) {
@@ -389,8 +389,7 @@ std::unique_ptr<RequestBody> S3Api::create_bucket(const Call& call) {
                                          ", not '" + ownership + "'");
   }
   // The ACL this request gives the bucket (none given: private), for a re-create of one the user owns.
-  RequestedAcl requested = acl_from_headers(call.request, call.user.name, call.user.name, config_.users);
-  const Acl asked = requested.given ? std::move(requested.acl) : canned_acl("private", call.user.name, call.user.name);
+  const Acl asked = call.requested_acl.value_or(canned_acl("private", call.user.name, call.user.name));
   return small_body(call, [this, name = call.request.bucket, user = call.user.name, object_lock, ownership,
                            asked](const std::string& body) {
     if (!body.empty()) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "engine/chunk_store.h"
@@ -84,10 +85,19 @@ class S3Api final : public RequestHandler {
     // A dedupe bucket: its repository encrypts every object (what SSE-S3 promises).
     bool encrypted_at_rest() const { return record.mode == bucket_mode_name(BucketMode::kDedupe); }
   };
+  // The bucket policy's verdict on a request, under the rules it was evaluated with.
+  struct PolicyVerdict {
+    std::shared_ptr<const BucketAccessRules> rules;
+    PolicyEffect effect = PolicyEffect::kNone;
+  };
   struct Call {
     const S3Request& request;
     const User& user;
     const Authentication& auth;
+    // What admit() found, kept for the handler: the ACL the request asks for (x-amz-acl,
+    // x-amz-grant-*), and the policy's verdict, which authorize() then does not evaluate again.
+    std::optional<Acl> requested_acl = std::nullopt;
+    std::optional<PolicyVerdict> policy_verdict = std::nullopt;
   };
   // What an operation does with the body once it has been read and checked.
   using BodyDone = std::function<Response(const PayloadChecks& checks)>;
@@ -148,7 +158,8 @@ class S3Api final : public RequestHandler {
   static void refuse_policy_deny(const Bucket& bucket, Operation operation, PolicyEffect effect, Access level);
   // A policy's Deny answers before the request's headers are judged, as on AWS (a denied
   // PutObject with aws:kms is 403 AccessDenied, whether or not the KMS key is usable).
-  void refuse_denied_early(const Call& call, Operation operation);
+  // Returns the verdict when the bucket has a policy.
+  std::optional<PolicyVerdict> refuse_denied_early(const Call& call, Operation operation);
   // A bucket policy condition key's value for this request (a header, a tag
   // it sets, a tag of the object it names); nullopt when absent.
   std::optional<std::string> condition_value(const Call& call, const Bucket& bucket, const std::string& key);
@@ -165,8 +176,9 @@ class S3Api final : public RequestHandler {
   // creates (checked now: refused ACLs fail the request before it writes).
   std::optional<Acl> requested_acl(const Call& call, Operation operation);
   // What every request passes before its handler runs (a form upload as the
-  // PutObject it becomes): its encryption headers checked, and the ACL it asks for.
-  std::optional<Acl> admit(const Call& call, Operation operation);
+  // PutObject it becomes): a policy's Deny, its encryption headers checked, and the ACL
+  // it asks for; fills in the call's requested_acl and policy_verdict.
+  void admit(Call& call, Operation operation);
   // Gives `acl` to what the operation created once it has succeeded.
   Exchange apply_acl_after(Exchange exchange, const Call& call, Operation operation, Acl acl);
   Response get_bucket_acl(const Call& call);
@@ -283,6 +295,10 @@ class S3Api final : public RequestHandler {
                       bool may_remove_unversioned, const std::string& marker_owner,
                       std::vector<Segment>& unused);
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
+  // Records an uploaded part (its file written), replacing the part of that number: when one
+  // part is sent twice at once, the upload that finishes last is kept. A part of an upload
+  // completed or aborted meanwhile is removed (NoSuchUpload).
+  void store_part(const Bucket& bucket, const std::string& upload_id, const PartRecord& part);
 
   GatewayConfig config_;
   FileLock state_lock_;  // keeps keel gateway gc (and a second gateway) off this state directory

@@ -316,8 +316,12 @@ class AccessTest(unittest.TestCase):
             listed = self.alice.list_object_versions(Bucket=bucket)
             versions = {v["Key"]: v["Owner"]["ID"] for v in listed["Versions"]}
             markers = {m["Key"]: m["Owner"]["ID"] for m in listed["DeleteMarkers"]}
-            acls = {key: self.alice.get_object_acl(Bucket=bucket, Key=key, VersionId=version)
-                    for key, version in ((v["Key"], v["VersionId"]) for v in listed["Versions"])}
+            # Each version's ACL as its owner reads it: the bucket's owner may not read bob's
+            # (as S3; ACLs not disabled), bob always may.
+            readers = {alice_id: self.alice, bob_id: self.bob}
+            acls = {v["Key"]: readers[v["Owner"]["ID"]].get_object_acl(Bucket=bucket, Key=v["Key"],
+                                                                       VersionId=v["VersionId"])
+                    for v in listed["Versions"]}
             return v1, versions, markers, acls
 
         listed, versions, markers, acls = owners()
@@ -330,6 +334,8 @@ class AccessTest(unittest.TestCase):
                          [(bob_id, "FULL_CONTROL")])
         self.assertEqual(sorted((g["Grantee"]["ID"], g["Permission"]) for g in acls["shared"]["Grants"]),
                          sorted([(bob_id, "FULL_CONTROL"), (alice_id, "FULL_CONTROL")]))
+        self.assertEqual(self.alice.get_object_acl(Bucket=bucket, Key="shared")["Owner"]["ID"], bob_id)
+        self.assertEqual(code(lambda: self.alice.get_object_acl(Bucket=bucket, Key="by-bob")), (403, "AccessDenied"))
 
         # BucketOwnerPreferred: bucket-owner-full-control hands the object to the bucket's owner.
         self.alice.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={

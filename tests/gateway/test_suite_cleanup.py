@@ -199,8 +199,9 @@ class SuiteCleanupTest(unittest.TestCase):
             f'"Action": "s3:GetObject", "Resource": "arn:aws:s3:::{bucket}/*"}}]}}'))
         shared = self.bucket()
         self.s3.put_object(Bucket=shared, Key="obj", Body=b"o")
-        bob_id = self.bob.list_buckets()["Owner"]["ID"]
-        self.s3.put_bucket_acl(Bucket=shared, GrantFullControl=f'id="{bob_id}"')
+        bob_id, alice_id = (s3.list_buckets()["Owner"]["ID"] for s3 in (self.bob, self.s3))
+        # Grants replace the ACL: alice keeps hers, or she could no longer list her bucket (as S3).
+        self.s3.put_bucket_acl(Bucket=shared, GrantFullControl=f'id="{bob_id}", id="{alice_id}"')
         enforced = self.bucket(ObjectOwnership="BucketOwnerEnforced")
         self.s3.put_object(Bucket=enforced, Key="obj", Body=b"o")
         blocked = self.bucket()
