@@ -1,6 +1,7 @@
 #include "engine/check.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -53,11 +54,14 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
                       const std::function<void(uint64_t, uint64_t)>& on_progress) {
   if (options.read_data) repo.require_full_key("check --read-data");
   CheckResult result;
-  // A prune on another host may delete packs between the sync and the
-  // listing (after moving what they held): sync again until both agree, so
-  // only packs that stay missing are reported.
+  // A prune on another host deletes packs (after moving what snapshots still
+  // use) while this check syncs and lists them: a pack the index has and the
+  // listing lacks is remembered with its blobs, and the catalog synced again,
+  // which drops it; it is reported below only if a snapshot still uses one of
+  // its blobs that no other pack holds. The listing is the authority.
   std::vector<catalog::PackRecord> packs;
   std::unordered_map<Id, uint64_t, IdHash> on_target;
+  std::map<Id, std::vector<Id>> missing_packs;  // with their blobs
   for (int attempt = 0; attempt < 3; ++attempt) {
     repo.sync_catalog();
     packs = repo.catalog().list_packs();
@@ -65,18 +69,28 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
     repo.target().list("packs/", [&](const targets::ObjectInfo& o) {
       if (std::optional<Id> id = id_from_key(o.key)) on_target[*id] = o.size;
     });
-    if (std::all_of(packs.begin(), packs.end(), [&](const auto& p) { return on_target.count(p.id) > 0; })) break;
+    bool all_listed = true;
+    for (const auto& p : packs) {
+      if (on_target.count(p.id)) continue;
+      all_listed = false;
+      std::vector<Id>& blobs = missing_packs[p.id];
+      if (blobs.empty()) {
+        for (const catalog::BlobRecord& b : repo.catalog().blobs_in_pack(p.id)) blobs.push_back(b.id);
+      }
+    }
+    if (all_listed) break;
+  }
+  if (std::any_of(packs.begin(), packs.end(), [&](const auto& p) { return !on_target.count(p.id); })) {
+    repo.sync_catalog();  // also indexes the packs a repack wrote before the listing
+    packs = repo.catalog().list_packs();
+    std::erase_if(packs, [&](const auto& p) { return !on_target.count(p.id); });
   }
   result.packs = packs.size();
   result.blobs_stored_more_than_once = repo.catalog().blobs_stored_more_than_once();
 
-  std::set<Id> missing_packs;
   for (const auto& p : packs) {
     auto it = on_target.find(p.id);
-    if (it == on_target.end()) {
-      result.problems.push_back({"pack " + p.id.hex() + " is missing from " + repo.target().describe(), {}});
-      missing_packs.insert(p.id);
-    } else if (it->second != p.size) {
+    if (it->second != p.size) {
       result.problems.push_back({"pack " + p.id.hex() + " on " + repo.target().describe() + " has " +
                                      std::to_string(it->second) + " bytes, index says " + std::to_string(p.size),
                                  {}});
@@ -91,6 +105,7 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
     try {
       read_pack_header(repo.target(), repo.keys(), id, size);
     } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kNotFound) continue;  // deleted since the listing, by a prune elsewhere
       if (e.kind() != ErrorKind::kIntegrity) throw;
       result.problems.push_back({"pack " + id.hex() + " is damaged and cannot be indexed: " + e.what(), {}});
     }
@@ -144,6 +159,23 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   }
   look_up_unchecked();
   result.blobs_referenced = referenced.size();
+  // A missing pack matters if a snapshot uses a blob it held that no pack
+  // on the target holds now (the walk above named the files); a put-only key,
+  // which cannot walk the trees, names every one.
+  for (const auto& [pack, blobs] : missing_packs) {
+    if (repo.put_only()) {
+      result.problems.push_back({"pack " + pack.hex() + " is missing from " + repo.target().describe(), {}});
+      continue;
+    }
+    std::vector<Id> used;
+    std::copy_if(blobs.begin(), blobs.end(), std::back_inserter(used), [&](const Id& b) { return referenced.count(b) > 0; });
+    const std::vector<std::optional<catalog::BlobLocation>> found = repo.catalog().find_blobs(used);
+    const auto lost = std::count_if(found.begin(), found.end(), [](const auto& l) { return !l.has_value(); });
+    if (lost == 0) continue;
+    result.problems.push_back({"pack " + pack.hex() + " is missing from " + repo.target().describe() + ": " +
+                                   std::to_string(lost) + " chunk(s) that snapshots use were only there",
+                               {}});
+  }
 
   if (options.read_data) {
     for (const auto& [tree, first_use] : seen_trees) {
@@ -163,7 +195,6 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
       ThreadPool readers(std::max<size_t>(1, options.readers), std::max<size_t>(1, options.readers));
       for (const catalog::PackRecord& pack : packs) {
         if (options.cancel && options.cancel->load()) break;
-        if (missing_packs.count(pack.id)) continue;
         scrubs.started();
         readers.submit(scrubs.wrap([&] {
           if (options.cancel && options.cancel->load()) return;

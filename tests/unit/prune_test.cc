@@ -18,6 +18,7 @@
 #include "engine/prune.h"
 #include "engine/restore.h"
 #include "targets/local/local_target.h"
+#include "targets/target_decorator.h"
 #include "tests/unit/test_support.h"
 #include "util/error.h"
 
@@ -536,4 +537,70 @@ TEST_CASE("a repository with external roots is pruned only with them", "[prune]"
   PruneResult r = engine::prune(*f.repo, options);
   CHECK(r.packs_deleted == 0);
   f.restores_identical(kept, f.src("keep"));
+}
+
+namespace {
+
+// Runs `before` ahead of every listing of packs/: what a prune on another
+// host does while a check syncs and lists.
+class BeforePackListing final : public targets::TargetDecorator {
+ public:
+  using TargetDecorator::TargetDecorator;
+  void list(const std::string& prefix, const std::function<void(const targets::ObjectInfo&)>& fn) override {
+    if (prefix == "packs/" && before) before();
+    TargetDecorator::list(prefix, fn);
+  }
+  std::function<void()> before;
+};
+
+}  // namespace
+
+TEST_CASE("check names no pack that a prune elsewhere deletes while it syncs and lists", "[prune][check]") {
+  Fixture f;
+  Fixture::OldAndKept old = f.old_and_kept(600'000, 40'000, 700);
+  REQUIRE(old.old_packs.size() >= 8);
+  auto hooked = std::make_unique<BeforePackListing>(targets::local::open_local_target(f.repo_path(), false));
+  BeforePackListing& target = *hooked;
+  auto checker = Repository::open(std::move(hooked), {"secret", (f.dir.path / "checker.db").string()});
+  checker->sync_catalog();  // it knows the forgotten snapshot's packs
+  // One garbage pack deleted before each listing, as a prune --grace 0 would:
+  // every listing after a sync lacks a pack that sync still indexed.
+  std::vector<Id> garbage(old.old_packs.begin(), old.old_packs.end());
+  std::erase_if(garbage, [&](const Id& p) {
+    return std::ranges::any_of(f.repo->catalog().blobs_in_pack(p), [&](const catalog::BlobRecord& b) {
+      return b.type == catalog::BlobType::kTree;
+    });
+  });
+  size_t deleted = 0;
+  target.before = [&] {
+    if (deleted < garbage.size()) f.repo->target().remove(pack_key(garbage[deleted++]));
+  };
+  CheckOptions check;
+  check.read_data = true;
+  CheckResult result = run_check(*checker, check);
+  CHECK(deleted >= 4);
+  for (const auto& p : result.problems) FAIL_CHECK(p.message);
+  f.restores_identical(old.kept, f.src("keep"));
+}
+
+TEST_CASE("check still names the files whose chunks were in a lost pack", "[prune][check]") {
+  Fixture f;
+  f.write(f.src("keep/b.bin"), 300'000, 710);
+  f.backup(f.src("keep"));
+  std::set<Id> packs = packs_of(*f.repo);
+  const auto data_pack = std::ranges::find_if(packs, [&](const Id& p) {
+    const auto blobs = f.repo->catalog().blobs_in_pack(p);
+    return !blobs.empty() && blobs.front().type == catalog::BlobType::kData;
+  });
+  REQUIRE(data_pack != packs.end());
+  f.repo->target().remove(pack_key(*data_pack));
+  // The catalog that indexed the pack and one that never saw it alike.
+  auto other = f.open_elsewhere("other.db");
+  for (Repository* repo : {f.repo.get(), other.get()}) {
+    CheckResult result = run_check(*repo, {});
+    const bool files_named = std::ranges::any_of(result.problems, [](const CheckProblem& p) {
+      return std::ranges::any_of(p.affected, [](const std::string& a) { return a.find("b.bin") != std::string::npos; });
+    });
+    CHECK(files_named);
+  }
 }
