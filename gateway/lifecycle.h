@@ -22,8 +22,8 @@ struct LifecycleFilter {
   std::string prefix;
   NameValues tags;  // each must be among the object's tags
   std::optional<uint64_t> size_greater_than, size_less_than;
-  // How the document spelled it, so that GetBucketLifecycle shows it back:
-  // the rule's own <Prefix> (the older form), or <Filter> with <And> or not.
+  // How GetBucketLifecycle shows it: the rule's own <Prefix> (the older form)
+  // as sent, or <Filter> holding one condition or an <And> of several.
   bool legacy_prefix = false;
   bool uses_and = false;
 
@@ -60,11 +60,12 @@ class LifecycleConfiguration {
  public:
   // Reads a <LifecycleConfiguration> body as S3 validates it: MalformedXML
   // (not the document, a Status other than Enabled/Disabled, a malformed
-  // date, Filter holding more than one condition, a rule with neither Prefix
+  // date, <And> with fewer than two conditions, a rule with neither Prefix
   // nor Filter, ExpiredObjectDeleteMarker with Days or Date), InvalidArgument
   // (an ID over 255 characters, IDs repeated, Days, NoncurrentDays or
   // DaysAfterInitiation not positive, a Date not at midnight UTC, Days with
-  // Date, a rule without an action, Prefix with Filter, more than 1000 rules),
+  // Date, a rule without an action, Prefix with Filter, two filter prefixes
+  // no key starts with both, more than 1000 rules),
   // InvalidRequest (a tag filter with AbortIncompleteMultipartUpload or
   // ExpiredObjectDeleteMarker), InvalidStorageClass (a transition: keel has
   // STANDARD only). A rule without an ID gets a generated one.

@@ -66,8 +66,13 @@ TEST_CASE("lifecycle: S3's validation and error codes", "[gateway][lifecycle]") 
                             "</Expiration>"))) == "InvalidArgument");
   CHECK(refusal(config(rule("<Prefix>a</Prefix><Filter><Prefix>a</Prefix></Filter>" + days))) == "InvalidArgument");
   CHECK(refusal(config(rule(days))) == "MalformedXML");  // neither Prefix nor Filter
-  CHECK(refusal(config(rule("<Filter><Prefix>a</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></Filter>" + days))) ==
-        "MalformedXML");  // two conditions need <And>
+  CHECK(refusal(config(rule("<Filter><And><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter>" + days))) ==
+        "MalformedXML");  // one condition goes without <And>
+  CHECK(refusal(config(rule("<Filter><And/></Filter>" + days))) == "MalformedXML");
+  CHECK(refusal(config(rule("<Filter><And><Prefix>a</Prefix><Prefix>b</Prefix></And><And><Prefix>c</Prefix>"
+                            "<Prefix>d</Prefix></And></Filter>" + days))) == "MalformedXML");
+  CHECK(refusal(config(rule("<Filter><Prefix>a/</Prefix><And><Prefix>b/</Prefix><Tag><Key>k</Key><Value>v</Value>"
+                            "</Tag></And></Filter>" + days))) == "InvalidArgument");  // no key starts with both
   CHECK(refusal(config(rule("<Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter>"
                             "<AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation>"
                             "</AbortIncompleteMultipartUpload>"))) == "InvalidRequest");
@@ -122,6 +127,32 @@ TEST_CASE("lifecycle: the document shown back, IDs generated where missing", "[g
   // The prefixes a sweep lists: enabled rules only, split by what they act on.
   CHECK(parsed.prefixes(false) == std::vector<std::string>{"logs/"});
   CHECK(parsed.prefixes(true) == std::vector<std::string>{""});
+}
+
+TEST_CASE("lifecycle: several conditions beside or without <And> are their conjunction", "[gateway][lifecycle]") {
+  // The forms the ceph s3-tests tag cases send (RGW reads them so; AWS refuses them).
+  const auto parsed = LifecycleConfiguration::parse(config(
+      rule("<Filter><Prefix>days1/</Prefix><Tag><Key>tom</Key><Value>sawyer</Value></Tag></Filter>"
+           "<Expiration><Days>1</Days></Expiration>",
+           "two") +
+      rule("<Filter><Prefix>days1/</Prefix><Tag><Key>tom</Key><Value>sawyer</Value></Tag><And><Prefix>days1"
+           "</Prefix><Tag><Key>huck</Key><Value>finn</Value></Tag></And></Filter><Expiration><Days>2</Days>"
+           "</Expiration>",
+           "beside")));
+  const auto& two = parsed.rules()[0].filter;
+  CHECK(two.prefix == "days1/");
+  CHECK(two.tags == NameValues{{"tom", "sawyer"}});
+  const auto& beside = parsed.rules()[1].filter;
+  CHECK(beside.prefix == "days1/");  // the narrower of the two prefixes
+  CHECK(beside.tags == NameValues{{"huck", "finn"}, {"tom", "sawyer"}});
+  CHECK_FALSE(beside.matches("days1/tom", {{"tom", "sawyer"}}, 1));
+  CHECK(beside.matches("days1/huck", {{"tom", "sawyer"}, {"huck", "finn"}}, 1));
+  CHECK_FALSE(beside.matches("days1x", {{"tom", "sawyer"}, {"huck", "finn"}}, 1));
+  // Shown back in AWS's form, which parses to the same rules.
+  const std::string xml = parsed.to_xml();
+  CHECK(xml.find("<Filter><And><Prefix>days1/</Prefix><Tag><Key>tom</Key><Value>sawyer</Value></Tag></And></Filter>") !=
+        std::string::npos);
+  CHECK(LifecycleConfiguration::parse(xml).to_xml() == xml);
 }
 
 TEST_CASE("lifecycle: expiry dates, filters and prefixes", "[gateway][lifecycle]") {
