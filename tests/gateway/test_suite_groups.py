@@ -391,7 +391,7 @@ class SuiteGroupsTest(unittest.TestCase):
                          "AccessDenied")
         self.assertEqual(s3.get_object(Bucket=plain, Key="k")["Body"].read(), b"v")
 
-        # Users have no e-mail addresses: a grant to one names nobody.
+        # An address no user has names nobody.
         acl = s3.get_bucket_acl(Bucket=plain)
         by_email = {"Grantee": {"EmailAddress": "nobody@example.invalid", "Type": "AmazonCustomerByEmail"},
                     "Permission": "READ"}
