@@ -295,6 +295,9 @@ std::optional<std::string> S3Api::condition_value(const Call& call, const Bucket
     return object && !object->delete_marker ? tag(object->tags) : std::nullopt;
   }
   if (key == "s3:max-keys" || key == "s3:delimiter") return r.query_value(key.substr(3));
+  for (const auto& [policy_key, header] : {std::pair{"aws:referer", "referer"}, std::pair{"aws:useragent", "user-agent"}}) {
+    if (key == policy_key) return r.has_header(header) ? std::optional(r.header(header)) : std::nullopt;
+  }
   const std::string header = key.substr(3);  // s3:x-amz-...
   if (!r.has_header(header)) return std::nullopt;
   std::string value = r.header(header);

@@ -61,11 +61,14 @@ Grant::To group_of(std::string_view uri) {
   throw S3Error("InvalidArgument", "the group '" + std::string(uri) + "' is not AllUsers or AuthenticatedUsers");
 }
 
-// Keel's users have no e-mail addresses: a grantee named by one is refused with S3's code
-// for an address that names no account.
-[[noreturn]] void unresolvable_email(const std::string& email) {
-  throw S3Error("UnresolvableGrantByEmailAddress",
-                "the e-mail address '" + email + "' names no user (grant by canonical id)");
+// The user a grant by e-mail address names (the `email` of its [user:NAME]); S3 answers an
+// address of no account with UnresolvableGrantByEmailAddress.
+std::string user_by_email(const std::string& email, const std::vector<User>& users) {
+  const std::string wanted = ascii_lower(email);
+  for (const auto& user : users) {
+    if (!user.email.empty() && ascii_lower(user.email) == wanted) return user.name;
+  }
+  throw S3Error("UnresolvableGrantByEmailAddress", "the e-mail address '" + email + "' names no user");
 }
 
 }  // namespace
@@ -123,7 +126,7 @@ RequestedAcl acl_from_headers(const S3Request& request, const std::string& owner
           id_view = id_view.substr(1, id_view.size() - 2);
         }
         if (id_view.empty() || id_view.find('"') != std::string_view::npos) {
-          throw S3Error("InvalidArgument", std::string(p.header) + ": '" + grantee + "' is not id=\"...\" or uri=\"...\"");
+          throw S3Error("InvalidArgument", std::string(p.header) + ": '" + grantee + "' is not id=\"...\", uri=\"...\" or emailAddress=\"...\"");
         }
         const std::string kind(trim_blanks(std::string_view(grantee).substr(0, eq)));
         const std::string id(id_view);
@@ -132,7 +135,7 @@ RequestedAcl acl_from_headers(const S3Request& request, const std::string& owner
         } else if (kind == "uri") {
           explicit_acl.grants.push_back({group_of(id), "", p.permission});
         } else if (kind == "emailAddress") {
-          unresolvable_email(id);
+          explicit_acl.grants.push_back({Grant::To::kUser, user_by_email(id, users), p.permission});
         } else {
           throw S3Error("InvalidArgument", std::string(p.header) + ": grantees by " + kind + " are not supported");
         }
@@ -206,9 +209,9 @@ Acl parse_acl_document(const std::string& body, const std::vector<User>& users) 
     } else if (!uri.empty()) {
       acl.grants.push_back({group_of(uri), "", known->permission});
     } else if (const std::string email = xml_value(grant, "Grantee.EmailAddress"); !email.empty()) {
-      unresolvable_email(email);
+      acl.grants.push_back({Grant::To::kUser, user_by_email(email, users), known->permission});
     } else {
-      throw S3Error("MalformedACLError", "a Grantee needs an ID or a URI (e-mail grantees are not supported)");
+      throw S3Error("MalformedACLError", "a Grantee needs an ID, a URI or an EmailAddress");
     }
   }
   return acl;

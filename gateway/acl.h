@@ -1,7 +1,8 @@
 // S3 access control lists mapped onto the gateway's users: canned ACLs
 // (x-amz-acl), explicit grants (x-amz-grant-* headers or an
 // AccessControlPolicy document) to a user by canonical id, to everyone
-// (AllUsers) or to every signed-in user (AuthenticatedUsers). A user's
+// (AllUsers) or to every signed-in user (AuthenticatedUsers); a user may also be named by the
+// e-mail address its configuration gives. A user's
 // canonical id is the hex SHA-256 of its name; its display name is the name.
 #pragma once
 
@@ -46,8 +47,9 @@ Acl canned_acl(std::string_view name, const std::string& owner, const std::strin
 
 // The ACL a request's x-amz-acl or x-amz-grant-* headers ask for (both:
 // InvalidRequest); nullopt-like empty owner when it has none. Grants name users by
-// id="canonical id" or uri="http://acs.amazonaws.com/groups/global/AllUsers";
-// an unknown id is InvalidArgument.
+// id="canonical id" or emailAddress="the user's email", groups by
+// uri="http://acs.amazonaws.com/groups/global/AllUsers"; an unknown id is
+// InvalidArgument, an unknown address UnresolvableGrantByEmailAddress.
 struct RequestedAcl {
   bool given = false;
   Acl acl;
@@ -57,7 +59,7 @@ RequestedAcl acl_from_headers(const S3Request& request, const std::string& owner
 
 // The AccessControlPolicy document of GetBucketAcl/GetObjectAcl, and its
 // parser for PutBucketAcl/PutObjectAcl (MalformedACLError; InvalidArgument
-// for an unknown grantee).
+// for an unknown grantee). A grantee by EmailAddress is kept as the user it names.
 std::string acl_document(const Acl& acl);
 Acl parse_acl_document(const std::string& body, const std::vector<User>& users);
 

@@ -93,7 +93,8 @@ bool string_condition_key(const std::string& key) {
   static const std::set<std::string> kKeys = {
       "s3:prefix",          "s3:delimiter",         "s3:max-keys",                "s3:x-amz-acl",         "s3:x-amz-copy-source",       "s3:x-amz-metadata-directive",
       "s3:x-amz-grant-read", "s3:x-amz-grant-write", "s3:x-amz-grant-read-acp", "s3:x-amz-grant-write-acp",
-      "s3:x-amz-grant-full-control", "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"};
+      "s3:x-amz-grant-full-control", "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id",
+      "aws:referer", "aws:useragent"};
   for (const std::string_view tags : {"s3:requestobjecttag/", "s3:existingobjecttag/"}) {
     if (key.starts_with(tags)) return key.size() > tags.size();
   }
@@ -314,15 +315,27 @@ BucketPolicy BucketPolicy::parse(const std::string& json, const std::string& buc
         }
       } else if (name == "Condition") {
         for (const auto& [op, keys] : value) {
+          using SetQualifier = Condition::SetQualifier;
+          std::string_view unqualified = op;
+          SetQualifier set = SetQualifier::kNone;
+          for (const auto& [prefix, qualifier] : {std::pair{std::string_view("ForAnyValue:"), SetQualifier::kAnyValue},
+                                                  std::pair{std::string_view("ForAllValues:"), SetQualifier::kAllValues}}) {
+            if (unqualified.starts_with(prefix)) {
+              unqualified.remove_prefix(prefix.size());
+              set = qualifier;
+            }
+          }
           constexpr std::string_view kIfExists = "IfExists";
-          const bool if_exists = op.ends_with(kIfExists) && op.size() > kIfExists.size();
-          const std::string base = if_exists ? op.substr(0, op.size() - kIfExists.size()) : op;
+          const bool if_exists = unqualified.ends_with(kIfExists) && unqualified.size() > kIfExists.size();
+          const std::string base(if_exists ? unqualified.substr(0, unqualified.size() - kIfExists.size()) : unqualified);
           const auto known = condition_operators().find(base);
           if (known == condition_operators().end()) malformed("the condition operator '" + op + "' is not supported");
           const ValueKind kind = known->second;
-          if (kind == ValueKind::kNull && if_exists) malformed("the condition operator '" + op + "' does not exist");
+          if (kind == ValueKind::kNull && (if_exists || set != SetQualifier::kNone)) {
+            malformed("the condition operator '" + op + "' does not exist");
+          }
           for (const auto& [key, values] : keys) {
-            Condition condition{base, condition_key(key), strings(values, "a condition value"), if_exists, {}};
+            Condition condition{base, condition_key(key), strings(values, "a condition value"), if_exists, {}, set};
             if (!supported_condition(kind, condition.key)) {
               malformed("the condition key '" + key + "' is not supported with " + op);
             }
@@ -376,8 +389,15 @@ bool BucketPolicy::conditions_hold(const Statement& statement, const PolicyReque
       return std::any_of(c.values.begin(), c.values.end(), [&](const std::string& v) { return (v == "true") == !value; });
     }
     // An absent key matches only the negated operators (as AWS counts them: a request without
-    // x-amz-server-side-encryption is StringNotEquals "AES256") and ...IfExists.
-    if (!value) return c.if_exists || negated;
+    // x-amz-server-side-encryption is StringNotEquals "AES256") and ...IfExists; under a set
+    // qualifier it is the empty set, which no value of ForAnyValue: and every one of ForAllValues: holds.
+    if (!value) {
+      switch (c.set) {
+        case Condition::SetQualifier::kAnyValue: return c.if_exists;
+        case Condition::SetQualifier::kAllValues: return true;
+        case Condition::SetQualifier::kNone: return c.if_exists || negated;
+      }
+    }
     bool any;
     if (!c.numbers.empty()) {
       const auto number = parse_number(*value);

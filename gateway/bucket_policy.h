@@ -6,10 +6,11 @@
 // aws:SourceIp, String(Not)Equals/String(Not)Like on s3:prefix, s3:x-amz-acl,
 // s3:x-amz-grant-*, s3:x-amz-copy-source, s3:x-amz-metadata-directive,
 // s3:x-amz-server-side-encryption(-aws-kms-key-id), s3:RequestObjectTag/<key>,
-// s3:ExistingObjectTag/<key>, s3:delimiter and s3:max-keys, Date operators
+// s3:ExistingObjectTag/<key>, s3:delimiter, s3:max-keys, aws:Referer and aws:UserAgent, Date operators
 // (DateEquals, DateLessThan, ...) on aws:CurrentTime and aws:EpochTime, Numeric ones
 // (NumericEquals, NumericLessThan, ...) on s3:max-keys and aws:EpochTime, Bool on
-// aws:SecureTransport, each also as ...IfExists, and Null on any of these keys.
+// aws:SecureTransport, each also as ...IfExists and with the set qualifiers ForAnyValue: and
+// ForAllValues:, and Null on any of these keys.
 // A Deny that matches wins over any Allow. Anything else is refused when the policy
 // is put (MalformedPolicy), so a policy never means less than it says.
 #pragma once
@@ -59,6 +60,9 @@ class BucketPolicy {
     std::vector<std::string> values;
     bool if_exists = false;       // ...IfExists: an absent key matches
     std::vector<double> numbers;  // Date and Numeric operators: the values as numbers (dates in epoch seconds)
+    // ForAnyValue:/ForAllValues: the operator holds for some/every value the request has for the
+    // key (one or none here): no value holds for none, and for all.
+    enum class SetQualifier { kNone, kAnyValue, kAllValues } set = SetQualifier::kNone;
   };
   struct Statement {
     bool allow = true;

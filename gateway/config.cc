@@ -10,6 +10,7 @@
 #include "gateway/request.h"
 #include "util/error.h"
 #include "util/host_port.h"
+#include "util/text.h"
 
 namespace keel::gateway {
 
@@ -197,7 +198,7 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
   }
   GatewayConfig config;
   bool have_server = false;
-  std::set<std::string> user_names, access_keys, bucket_names;
+  std::set<std::string> user_names, access_keys, emails, bucket_names;
   for (const auto& [section_name, section] : tree) {
     const std::string where = origin + " [" + section_name + "]";
     if (section.empty() && !section.data().empty()) {
@@ -217,12 +218,17 @@ GatewayConfig GatewayConfig::parse(std::istream& in, const std::string& origin) 
       config.api_bucket_repository =
           parse_repository(Section(section, where, std::set<std::string>(kRepositoryKeys.begin(), kRepositoryKeys.end())));
     } else if (section_name.starts_with("user:")) {
-      const Section s(section, where, {"access_key", "secret_key", "signature_v2"});
-      User user{section_name.substr(5), s.require("access_key"), s.require("secret_key"), s.flag("signature_v2")};
+      const Section s(section, where, {"access_key", "secret_key", "signature_v2", "email"});
+      User user{section_name.substr(5), s.require("access_key"), s.require("secret_key"), s.flag("signature_v2"),
+                s.get("email").value_or("")};
       if (user.name.empty() || !user_names.insert(user.name).second) s.fail("user", "empty or repeated user name");
       // The access key is part of the credential scope, split on '/'.
       if (user.access_key.find_first_of("/, \t") != std::string::npos) s.fail("access_key", "has '/', ',' or blanks");
       if (!access_keys.insert(user.access_key).second) s.fail("access_key", "another user has the same key");
+      // Addresses compare without regard to case, as S3 resolves them.
+      if (!user.email.empty() && !emails.insert(ascii_lower(user.email)).second) {
+        s.fail("email", "another user has the same address");
+      }
       config.users.push_back(std::move(user));
     } else if (section_name.starts_with("bucket:")) {
       std::set<std::string> keys{"owner", "grants", "mode", "path", "delete_unversioned"};

@@ -26,6 +26,7 @@ struct User {
   std::string access_key;
   std::string secret_key;
   bool signature_v2 = false;  // may sign with AWS Signature Version 2 (older products)
+  std::string email;  // optional; ACL grants by e-mail address (AmazonCustomerByEmail) name the user by it
 };
 
 // What a user may do in a bucket. Ordered: each level includes the ones before.

@@ -43,7 +43,8 @@ class Gateway:
                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
                         "-keyout", key, "-out", self.cert], check=True, capture_output=True)
         state = os.path.join(self.dir, "state")
-        users = "".join(f"[user:{name}]\naccess_key = {a}\nsecret_key = {s}\n\n" for name, (a, s) in USERS.items())
+        users = "".join(f"[user:{name}]\naccess_key = {a}\nsecret_key = {s}\nemail = {name}@example.com\n\n"
+                        for name, (a, s) in USERS.items())
         rdma = f"rdma_listen = {rdma_listen}\n" if rdma_listen else ""
         config = (f"[server]\nlisten = 127.0.0.1:0\ntls_listen = 127.0.0.1:0\ntls_certificate = {self.cert}\n"
                   f"tls_key = {key}\nstate_dir = {state}\nthreads = 4\nmetrics_listen = 127.0.0.1:0\n{rdma}{server_extra}\n{users}"

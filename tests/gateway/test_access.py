@@ -3,8 +3,9 @@ requests): canned and explicit ACLs on buckets and objects, anonymous reads
 (404 for a missing key only where listing is allowed), a bucket policy with
 principals, actions, resources, aws:SourceIp and s3:prefix, the server-side
 encryption keys with Null and StringNotEquals, Bool aws:SecureTransport,
-NotPrincipal/NotAction/NotResource, OwnershipControls BucketOwnerEnforced and
-PublicAccessBlock."""
+aws:Referer and aws:UserAgent, the ForAnyValue:/ForAllValues: qualifiers,
+NotPrincipal/NotAction/NotResource, grants by e-mail address, OwnershipControls
+BucketOwnerEnforced and PublicAccessBlock."""
 import json
 import os
 import tempfile
@@ -163,6 +164,69 @@ class AccessTest(unittest.TestCase):
         self.assertEqual(code(lambda: self.bob.list_objects_v2(Bucket=bucket)), (403, "AccessDenied"))
         self.assertEqual(code(lambda: self.alice.put_bucket_acl(Bucket=bucket, GrantRead='id="' + "0" * 64 + '"')),
                          (400, "InvalidArgument"))
+
+    def test_grants_by_email_address(self):
+        """A grantee by e-mail address (AmazonCustomerByEmail, or emailAddress= in x-amz-grant-*)
+        is the user whose configuration gives that address, in any case; it is kept and shown as
+        that canonical user. An address no user has: 400 UnresolvableGrantByEmailAddress."""
+        bucket = self.new_bucket()
+        self.alice.put_object(Bucket=bucket, Key="report", Body=b"r")
+        acl = self.alice.get_bucket_acl(Bucket=bucket)
+        bob_id = self.bob.list_buckets()["Owner"]["ID"]
+        by_email = lambda address: {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": address},
+                                    "Permission": "READ"}
+        self.alice.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+            "Owner": acl["Owner"], "Grants": acl["Grants"] + [by_email("Bob@Example.COM")]})
+        grants = self.alice.get_bucket_acl(Bucket=bucket)["Grants"]
+        self.assertIn({"Grantee": {"Type": "CanonicalUser", "ID": bob_id, "DisplayName": "bob"}, "Permission": "READ"},
+                      grants)
+        self.assertEqual([o["Key"] for o in self.bob.list_objects_v2(Bucket=bucket)["Contents"]], ["report"])
+        self.alice.put_object_acl(Bucket=bucket, Key="report", GrantRead='emailAddress="bob@example.com"')
+        self.assertEqual(self.bob.get_object(Bucket=bucket, Key="report")["Body"].read(), b"r")
+        self.assertEqual(code(lambda: self.alice.put_bucket_acl(Bucket=bucket, AccessControlPolicy={
+            "Owner": acl["Owner"], "Grants": [by_email("carl@example.com")]})), (400, "UnresolvableGrantByEmailAddress"))
+        self.assertEqual(code(lambda: self.alice.put_object(Bucket=bucket, Key="k", Body=b"",
+                                                            GrantRead="emailAddress=carl@example.com")),
+                         (400, "UnresolvableGrantByEmailAddress"))
+
+    def test_bucket_policy_referer_user_agent_and_set_qualifiers(self):
+        """aws:Referer and aws:UserAgent are the request's headers; ForAnyValue: and ForAllValues:
+        apply the operator to each of the request's values for the key (one, or none when the
+        header is absent: ForAnyValue: then fails, ForAllValues: holds)."""
+        bucket = self.new_bucket()
+        arn = f"arn:aws:s3:::{bucket}"
+        self.alice.put_object(Bucket=bucket, Key="page", Body=b"p")
+        url = f"{GATEWAY.urls['http']}/{bucket}/page"
+
+        def anonymous_get(**headers):
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as response:
+                    return response.status
+            except urllib.error.HTTPError as e:
+                return e.code
+
+        def put_policy(operator, key, value, effect="Allow"):
+            self.alice.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [{
+                "Effect": effect, "Principal": "*", "Action": "s3:GetObject", "Resource": f"{arn}/*",
+                "Condition": {operator: {key: value}}}]}))
+
+        put_policy("StringLikeIfExists", "aws:Referer", "http://www.example.com/*")
+        self.assertEqual(anonymous_get(Referer="http://www.example.com/index.html"), 200)
+        self.assertEqual(anonymous_get(Referer="http://example.com"), 403)
+        self.assertEqual(anonymous_get(), 200)
+        put_policy("ForAnyValue:StringLike", "aws:Referer", ["http://elsewhere/*", "http://www.example.com/*"])
+        self.assertEqual(anonymous_get(Referer="http://www.example.com/"), 200)
+        self.assertEqual(anonymous_get(Referer="http://example.com"), 403)
+        self.assertEqual(anonymous_get(), 403)
+        put_policy("ForAllValues:StringEquals", "aws:Referer", "http://www.example.com/")
+        self.assertEqual(anonymous_get(Referer="http://www.example.com/"), 200)
+        self.assertEqual(anonymous_get(Referer="http://example.com"), 403)
+        self.assertEqual(anonymous_get(), 200)
+        put_policy("ForAllValues:StringNotLike", "aws:UserAgent", "*crawler*")
+        self.assertEqual(anonymous_get(**{"User-Agent": "browser/1.0"}), 200)
+        self.assertEqual(anonymous_get(**{"User-Agent": "crawler/2.0"}), 403)
+        for operator in ("ForAnyValue:Null", "ForAllValues:StringEqualz"):
+            self.assertEqual(code(lambda: put_policy(operator, "aws:Referer", "true")), (400, "MalformedPolicy"))
 
     def test_bucket_policy(self):
         bucket = self.new_bucket()

@@ -256,7 +256,7 @@ class SuiteGroupsTest(unittest.TestCase):
                          "AccessDenied")
         self.assertEqual(code(lambda: s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": {
             "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*",
-            "Condition": {"StringEquals": {"aws:Referer": "https://example.com/"}}}}))), "MalformedPolicy")
+            "Condition": {"StringEquals": {"aws:username": "bob"}}}}))), "MalformedPolicy")
 
     def test_policy_condition_on_grant_headers_and_owner_bound_by_object_acls(self):
         """A policy that lets others write only when they give the bucket's owner full control
@@ -391,7 +391,7 @@ class SuiteGroupsTest(unittest.TestCase):
                          "AccessDenied")
         self.assertEqual(s3.get_object(Bucket=plain, Key="k")["Body"].read(), b"v")
 
-        # Users have no e-mail addresses: a grant to one names nobody.
+        # An address no user has names nobody.
         acl = s3.get_bucket_acl(Bucket=plain)
         by_email = {"Grantee": {"EmailAddress": "nobody@example.invalid", "Type": "AmazonCustomerByEmail"},
                     "Permission": "READ"}

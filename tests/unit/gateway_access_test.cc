@@ -272,6 +272,36 @@ TEST_CASE("policy: date and numeric conditions, IfExists", "[gateway][policy]") 
   CHECK(allows(R"({"StringEqualsIfExists": {"s3:prefix": "home/"}})"));
 }
 
+TEST_CASE("policy: aws:Referer, aws:UserAgent and the set qualifiers", "[gateway][policy]") {
+  const auto allows = [](const std::string& condition, std::optional<std::string> referer) {
+    const BucketPolicy policy = BucketPolicy::parse(
+        R"({"Statement": {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*",
+            "Condition": )" + condition + "}}",
+        "b", kUsers);
+    PolicyRequest request = ask("s3:GetObject", "arn:aws:s3:::b/k", "");
+    request.value_of = [&](const std::string& key) { return key == "aws:referer" ? referer : std::nullopt; };
+    return policy.evaluate(request) == PolicyEffect::kAllow;
+  };
+  const std::string like = R"("aws:Referer": ["http://a/*", "http://b/*"]}})";
+  CHECK(allows(R"({"StringLike": {)" + like, "http://b/x"));
+  CHECK_FALSE(allows(R"({"StringLike": {)" + like, "http://c/"));
+  CHECK_FALSE(allows(R"({"StringLike": {)" + like, std::nullopt));
+  CHECK(allows(R"({"StringLikeIfExists": {)" + like, std::nullopt));
+  // The request's values for the key: one, or none when absent.
+  CHECK(allows(R"({"ForAnyValue:StringLike": {)" + like, "http://a/x"));
+  CHECK_FALSE(allows(R"({"ForAnyValue:StringLike": {)" + like, "http://c/"));
+  CHECK_FALSE(allows(R"({"ForAnyValue:StringLike": {)" + like, std::nullopt));
+  CHECK(allows(R"({"ForAnyValue:StringLikeIfExists": {)" + like, std::nullopt));
+  CHECK(allows(R"({"ForAllValues:StringLike": {)" + like, "http://a/x"));
+  CHECK_FALSE(allows(R"({"ForAllValues:StringLike": {)" + like, "http://c/"));
+  CHECK(allows(R"({"ForAllValues:StringLike": {)" + like, std::nullopt));
+  CHECK(allows(R"({"ForAllValues:StringNotLike": {)" + like, "http://c/"));
+  CHECK_FALSE(allows(R"({"ForAllValues:StringNotLike": {)" + like, "http://a/"));
+  CHECK(allows(R"({"ForAnyValue:StringNotEquals": {"aws:Referer": "http://a/"}})", "http://c/"));
+  CHECK_FALSE(allows(R"({"ForAnyValue:StringNotEquals": {"aws:Referer": "http://a/"}})", std::nullopt));
+  CHECK_FALSE(allows(R"({"StringEquals": {"aws:UserAgent": "x"}})", "x"));  // the request has no User-Agent
+}
+
 TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {
   const auto code = [](const std::string& json) {
     return error_code([&] { BucketPolicy::parse(json, "photos", kUsers); });
@@ -312,8 +342,10 @@ TEST_CASE("policy: what is refused when it is put", "[gateway][policy]") {
   CHECK(with_condition(R"({"Bool": {"s3:x-amz-acl": "true"}})") == "MalformedPolicy");
   CHECK(with_condition(R"({"Null": {"s3:x-amz-server-side-encryption": "yes"}})") == "MalformedPolicy");
   CHECK(with_condition(R"({"NullIfExists": {"s3:x-amz-acl": "true"}})") == "MalformedPolicy");
-  CHECK(with_condition(R"({"Null": {"aws:Referer": "true"}})") == "MalformedPolicy");
-  CHECK(with_condition(R"({"ForAnyValue:StringLike": {"s3:x-amz-acl": "public*"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"Null": {"aws:username": "true"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"ForAnyValue:Null": {"aws:Referer": "true"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"ForAllValues:": {"aws:Referer": "x"}})") == "MalformedPolicy");
+  CHECK(with_condition(R"({"ForAnyValue:StringLike": {"s3:x-amz-acl": "public*"}})") == "");
   CHECK(with_condition(R"({"StringLike": {"s3:prefix": "home/${aws:username}/*"}})") == "MalformedPolicy");
   CHECK(code(R"({"Statement": [{)" + ok_statement + R"(, "Resource": "arn:aws:s3:::photos/${aws:username}/*"}]})") ==
         "MalformedPolicy");

@@ -346,7 +346,7 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
   std::istringstream good(
       "[server]\nlisten = 127.0.0.1:0 [::1]:9000\ntls_listen = 127.0.0.1:9443\ntls_certificate = c.pem\n"
       "tls_key = k.pem\nstate_dir = /var/lib/g\ndomain = s3.local\nmetrics_listen = 127.0.0.1:9465\n"
-      "[user:alice]\naccess_key = A1\nsecret_key = s1\n[user:bob]\naccess_key = B1\nsecret_key = s2\n"
+      "[user:alice]\naccess_key = A1\nsecret_key = s1\n[user:bob]\naccess_key = B1\nsecret_key = s2\nemail = bob@example.com\n"
       "[bucket:backups]\nowner = alice\ngrants = bob:read\npath = /srv/b\n"
       "[bucket:vault]\nowner = alice\ngrants = bob:append\ndelete_unversioned = owner\npath = /srv/v\n");
   const GatewayConfig config = GatewayConfig::parse(good, "test.conf");
@@ -361,6 +361,8 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
   CHECK(config.buckets[1].grants.at("bob") == Access::kAppend);
   CHECK(config.buckets[1].owner_only_unversioned_delete);
   CHECK(config.user_by_access_key("B1")->name == "bob");
+  CHECK(config.user_by_access_key("B1")->email == "bob@example.com");
+  CHECK(config.user_by_access_key("A1")->email.empty());
 
   const auto fails = [](const std::string& text) {
     std::istringstream in(text);
@@ -379,6 +381,8 @@ TEST_CASE("gateway config: sections, grants and errors that name the key", "[gat
              Catch::Contains("mode"));
   CHECK_THAT(fails(server + "color = blue\n"), Catch::Contains("color"));
   const std::string alice = "[user:a]\naccess_key = x\nsecret_key = y\n";
+  CHECK_THAT(fails(server + alice + "email = a@example.com\n[user:b]\naccess_key = z\nsecret_key = y\nemail = A@Example.com\n"),
+             Catch::Contains("[user:b] key 'email': another user has the same address"));
   CHECK_THAT(fails(server + alice + "[bucket:bb1]\nowner = a\npath = /p\ndelete_unversioned = nobody\n"),
              Catch::Contains("delete_unversioned"));
   CHECK_THAT(fails(server + alice + "[bucket:bb1]\nowner = a\npath = /p\ngrants = a:put\n"),
