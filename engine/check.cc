@@ -62,14 +62,15 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   std::vector<catalog::PackRecord> packs;
   std::unordered_map<Id, uint64_t, IdHash> on_target;
   std::map<Id, std::vector<Id>> missing_packs;  // with their blobs
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  bool all_listed = false;
+  for (int attempt = 0; attempt < 3 && !all_listed; ++attempt) {
     repo.sync_catalog();
     packs = repo.catalog().list_packs();
     on_target.clear();
     repo.target().list("packs/", [&](const targets::ObjectInfo& o) {
       if (std::optional<Id> id = id_from_key(o.key)) on_target[*id] = o.size;
     });
-    bool all_listed = true;
+    all_listed = true;
     for (const auto& p : packs) {
       if (on_target.count(p.id)) continue;
       all_listed = false;
@@ -78,9 +79,8 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
         for (const catalog::BlobRecord& b : repo.catalog().blobs_in_pack(p.id)) blobs.push_back(b.id);
       }
     }
-    if (all_listed) break;
   }
-  if (std::any_of(packs.begin(), packs.end(), [&](const auto& p) { return !on_target.count(p.id); })) {
+  if (!all_listed) {
     repo.sync_catalog();  // also indexes the packs a repack wrote before the listing
     packs = repo.catalog().list_packs();
     std::erase_if(packs, [&](const auto& p) { return !on_target.count(p.id); });
