@@ -94,7 +94,7 @@ bool string_condition_key(const std::string& key) {
       "s3:prefix",          "s3:delimiter",         "s3:max-keys",                "s3:x-amz-acl",         "s3:x-amz-copy-source",       "s3:x-amz-metadata-directive",
       "s3:x-amz-grant-read", "s3:x-amz-grant-write", "s3:x-amz-grant-read-acp", "s3:x-amz-grant-write-acp",
       "s3:x-amz-grant-full-control", "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id",
-      "aws:referer", "aws:useragent"};
+      "s3:x-amz-server-side-encryption-customer-algorithm", "aws:referer", "aws:useragent"};
   for (const std::string_view tags : {"s3:requestobjecttag/", "s3:existingobjecttag/"}) {
     if (key.starts_with(tags)) return key.size() > tags.size();
   }

@@ -3,6 +3,8 @@
 #include <ctime>
 
 #include "gateway/http_date.h"
+#include "gateway/object_lock.h"
+#include "gateway/s3_api_util.h"
 #include "gateway/s3_error.h"
 #include "util/text.h"
 
@@ -50,6 +52,13 @@ struct Conditions {
 
 S3Error precondition_failed(const std::string& what) {
   return S3Error("PreconditionFailed", "at least one of the preconditions you specified did not hold (" + what + ")");
+}
+
+// A delete condition's date: an HTTP date (headers) or ISO 8601 (DeleteObjects entries).
+int64_t delete_condition_date(const std::string& text, const std::string& what) {
+  if (const std::time_t seconds = parse_http_date(text); seconds >= 0) return seconds;
+  if (const auto ns = parse_iso8601(text)) return *ns / 1'000'000'000;
+  throw S3Error("InvalidArgument", what + " '" + text + "' is not a date");
 }
 
 }  // namespace
@@ -103,16 +112,45 @@ void check_write_conditions(const S3Request& request, const std::optional<Object
     }
   }
   if (request.has_header("if-match")) {
-    if (!exists) {
-      // If-Match: * asks only that the key exist (RFC 9110): 412, as S3 conformance tests expect;
-      // an ETag names an object that is not there: 404, as AWS answers.
-      if (trim_blanks(request.header("if-match")) == "*") throw fail("the key '" + request.key + "' does not exist");
-      throw S3Error("NoSuchKey", "the key '" + request.key + "' does not exist (If-Match)");
-    }
+    // As AWS: If-Match, "*" included, on a key with no current version (missing, or a delete marker) is 404.
+    if (!exists) throw S3Error("NoSuchKey", "the key '" + request.key + "' does not exist (If-Match)");
     if (!etag_matches(request.header("if-match"), current->etag)) {
       throw fail("the ETag of '" + request.key + "' is not the one in If-Match");
     }
   }
+}
+
+DeleteConditions DeleteConditions::from_headers(const S3Request& request) {
+  DeleteConditions c;
+  if (request.has_header("if-match")) c.etag = request.header("if-match");
+  if (request.has_header("x-amz-if-match-last-modified-time")) {
+    c.modified_s = delete_condition_date(request.header("x-amz-if-match-last-modified-time"),
+                                         "x-amz-if-match-last-modified-time");
+  }
+  if (request.has_header("x-amz-if-match-size")) {
+    c.size = parse_size(request.header("x-amz-if-match-size"), "x-amz-if-match-size");
+  }
+  return c;
+}
+
+DeleteConditions DeleteConditions::from_entry(const std::string& etag, const std::string& modified,
+                                              const std::string& size) {
+  DeleteConditions c;
+  if (!etag.empty()) c.etag = etag;
+  if (!modified.empty()) c.modified_s = delete_condition_date(modified, "LastModifiedTime");
+  if (!size.empty()) c.size = parse_size(size, "Size");
+  return c;
+}
+
+void check_delete_conditions(const DeleteConditions& c, const std::optional<ObjectRecord>& target) {
+  if (!target) return;
+  const std::string etag = target->delete_marker ? "" : target->etag;
+  const uint64_t size = target->delete_marker ? 0 : target->size;
+  if (c.etag && !etag_matches(*c.etag, etag)) throw precondition_failed("If-Match");
+  if (c.modified_s && target->modified_ns / 1'000'000'000 != *c.modified_s) {
+    throw precondition_failed("x-amz-if-match-last-modified-time");
+  }
+  if (c.size && size != *c.size) throw precondition_failed("x-amz-if-match-size");
 }
 
 }  // namespace keel::gateway

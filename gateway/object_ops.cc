@@ -99,10 +99,13 @@ ObjectLock S3Api::new_version_lock(const Call& call, const Bucket& bucket, bool 
 
 S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const std::string& version_id,
                                   bool bypass_governance, bool may_remove_unversioned, const std::string& marker_owner,
-                                  std::vector<Segment>& unused) {
+                                  std::vector<Segment>& unused, const DeleteConditions& conditions) {
   Deletion deletion;
   const std::string& versioning = bucket.record.versioning;
   deletion.versioned = !versioning.empty();
+  check_delete_conditions(conditions, metadata_.object(bucket.record.name, key,
+                                                       version_id.empty() && versioning.empty() ? std::string(kNullVersion)
+                                                                                                : version_id));
   // Removing the null version (directly, or by the null marker of a suspended bucket) loses its bytes for good.
   if (!may_remove_unversioned && (version_id.empty() ? versioning != "Enabled" : version_id == kNullVersion)) {
     const auto unversioned = metadata_.object(bucket.record.name, key, std::string(kNullVersion));
@@ -290,10 +293,12 @@ Response S3Api::delete_object(const Call& call) {
   const bool bypass = bypasses_governance(call, *bucket);
   const bool remove_unversioned = may_remove_unversioned(call, *bucket);
   const std::string owner = owner_for_write(call, *bucket);
+  const DeleteConditions conditions = DeleteConditions::from_headers(call.request);
   Deletion deletion;
   std::vector<Segment> unused;
-  group_commit_.run(
-      [&] { deletion = delete_key(*bucket, call.request.key, version_id, bypass, remove_unversioned, owner, unused); });
+  group_commit_.run([&] {
+    deletion = delete_key(*bucket, call.request.key, version_id, bypass, remove_unversioned, owner, unused, conditions);
+  });
   removal_.add(bucket->storage, unused);
   Response r;
   r.status = 204;

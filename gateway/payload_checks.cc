@@ -58,7 +58,7 @@ struct PayloadChecks::State {
   bool checksum_in_trailer = false;
 };
 
-PayloadChecks::PayloadChecks(const S3Request& request, const Authentication& auth)
+PayloadChecks::PayloadChecks(const S3Request& request, const Authentication& auth, ChecksumHeaders checksum_headers)
     : state_(std::make_unique<State>()) {
   if (auth.payload == PayloadKind::kSignedHash) {
     state_->sha256.emplace(DigestAlgorithm::kSha256);
@@ -73,6 +73,7 @@ PayloadChecks::PayloadChecks(const S3Request& request, const Authentication& aut
     if (state_->expected_md5.size() != 16) throw S3Error("InvalidDigest", "Content-MD5 '" + text + "' is not a base64 MD5");
   }
   for (const auto& [name, value] : request.headers) {
+    if (checksum_headers == ChecksumHeaders::kOfObject) break;
     if (!name.starts_with(kChecksumPrefix) || name == "x-amz-checksum-type" || name == "x-amz-checksum-mode") continue;
     if (state_->checksum) throw S3Error("InvalidRequest", "only one x-amz-checksum-* header may be given");
     state_->checksum = checksummer_for(name.substr(kChecksumPrefix.size()));

@@ -42,12 +42,17 @@ struct ObjectChecksum {
   std::string value;      // base64 of the big-endian digest, as S3 shows it
 };
 
+// What a request's x-amz-checksum-* headers describe: its body, or (on
+// CompleteMultipartUpload) the object it completes, which the body is not.
+enum class ChecksumHeaders { kOfBody, kOfObject };
+
 class PayloadChecks {
  public:
-  // Reads Content-MD5, x-amz-checksum-*, x-amz-sdk-checksum-algorithm and
+  // Reads Content-MD5, x-amz-checksum-* (unless kOfObject), x-amz-sdk-checksum-algorithm and
   // x-amz-trailer. Throws S3Error InvalidDigest (malformed Content-MD5) or
   // InvalidRequest (malformed or conflicting checksum headers).
-  PayloadChecks(const S3Request& request, const Authentication& auth);
+  PayloadChecks(const S3Request& request, const Authentication& auth,
+                ChecksumHeaders checksum_headers = ChecksumHeaders::kOfBody);
   ~PayloadChecks();
   PayloadChecks(PayloadChecks&&) noexcept;
 

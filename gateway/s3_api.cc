@@ -32,7 +32,11 @@ class CheckedBody final : public RequestBody {
  public:
   CheckedBody(const S3Request& request, const Authentication& auth, std::function<void(ByteView)> write,
               std::function<Response(const PayloadChecks&)> done)
-      : checks_(request, auth), write_(std::move(write)), done_(std::move(done)) {
+      : checks_(request, auth,
+                route(request) == Operation::kCompleteMultipartUpload ? ChecksumHeaders::kOfObject
+                                                                       : ChecksumHeaders::kOfBody),
+        write_(std::move(write)),
+        done_(std::move(done)) {
     const std::string decoded_length = request.header("x-amz-decoded-content-length");
     const bool streaming = auth.payload == PayloadKind::kStreamingSigned ||
                            auth.payload == PayloadKind::kStreamingSignedTrailer ||
@@ -559,12 +563,18 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
     const auto root = tree.get_child_optional("Delete");
     if (!root) throw S3Error("MalformedXML", "the body is not a <Delete> document");
     const bool quiet = xml_value(*root, "Quiet", "false") == "true";
-    std::vector<std::pair<std::string, std::string>> keys;  // key, version id
+    struct Entry {
+      std::string key, version_id;
+      DeleteConditions conditions;
+    };
+    std::vector<Entry> keys;
     for (const auto& [name, child] : *root) {
       if (name != "Object") continue;
       const auto key = child.get_optional<std::string>("Key");
       if (!key || key->empty()) throw S3Error("MalformedXML", "an <Object> without a <Key>");
-      keys.emplace_back(*key, xml_value(child, "VersionId"));
+      keys.push_back({*key, xml_value(child, "VersionId"),
+                      DeleteConditions::from_entry(xml_value(child, "ETag"), xml_value(child, "LastModifiedTime"),
+                                                   xml_value(child, "Size"))});
     }
     if (keys.empty() || keys.size() > kMaxDeleteKeys) {
       throw S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys, not " + std::to_string(keys.size()));
@@ -582,8 +592,8 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
         try {
           std::vector<Segment> freed;
           metadata_.savepoint([&] {
-            outcomes[i].deletion = delete_key(*bucket, keys[i].first, keys[i].second, bypass, remove_unversioned, marker_owner,
-                                               freed);
+            outcomes[i].deletion = delete_key(*bucket, keys[i].key, keys[i].version_id, bypass, remove_unversioned,
+                                               marker_owner, freed, keys[i].conditions);
           });
           unused.insert(unused.end(), freed.begin(), freed.end());
         } catch (const S3Error& e) {
@@ -600,7 +610,7 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
     XmlWriter xml;
     xml.open("DeleteResult", kS3Namespace);
     for (size_t i = 0; i < keys.size(); ++i) {
-      const auto& [key, version_id] = keys[i];
+      const auto& [key, version_id, conditions] = keys[i];
       const Outcome& outcome = outcomes[i];
       if (!outcome.code.empty()) {
         xml.open("Error").element("Key", key);

@@ -17,6 +17,7 @@
 #include "gateway/access_rules.h"
 #include "gateway/access_store.h"
 #include "gateway/bucket_storage.h"
+#include "gateway/conditional.h"
 #include "gateway/config.h"
 #include "gateway/deferred_removal.h"
 #include "gateway/encryption.h"
@@ -290,10 +291,11 @@ class S3Api final : public RequestHandler {
   // held, in a transaction): appends the segments the deletion frees to
   // `unused`, for the caller to remove once committed.
   // `may_remove_unversioned` false: refuses (AccessDenied) to remove or replace the null version.
-  // A delete marker it adds is `marker_owner`'s.
+  // A delete marker it adds is `marker_owner`'s. `conditions` are checked
+  // against the version removed or hidden (S3Error PreconditionFailed).
   Deletion delete_key(Bucket& bucket, const std::string& key, const std::string& version_id, bool bypass_governance,
                       bool may_remove_unversioned, const std::string& marker_owner,
-                      std::vector<Segment>& unused);
+                      std::vector<Segment>& unused, const DeleteConditions& conditions = {});
   UploadRecord upload_for(const Call& call, const Bucket& bucket);
   // Records an uploaded part (its file written), replacing the part of that number: when one
   // part is sent twice at once, the upload that finishes last is kept. A part of an upload

@@ -248,7 +248,12 @@ void check_readable(const std::optional<ObjectRecord>& object, const std::string
   if (!object && !version_id.empty()) {
     throw S3Error("NoSuchVersion", "the key '" + key + "' has no version '" + version_id + "'");
   }
-  if (!object) throw S3Error("NoSuchKey", "the key '" + key + "' does not exist");
+  if (!object) {
+    // As RGW, which conformance suites check: the 404 says that no delete marker hides the key.
+    S3Error error("NoSuchKey", "the key '" + key + "' does not exist");
+    error.headers = {{"x-amz-delete-marker", "false"}};
+    throw error;
+  }
   if (object->delete_marker) {
     // The current version is a delete marker (404), or a marker was asked for by id (405).
     S3Error error = version_id.empty() ? S3Error("NoSuchKey", "the key '" + key + "' is deleted")

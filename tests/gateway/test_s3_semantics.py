@@ -291,7 +291,9 @@ class SemanticsTest(unittest.TestCase):
 
     # --- 4: attributes and parts -----------------------------------------------
 
-    def multipart_object(self, bucket, key, sizes, **create):
+    def multipart_object(self, bucket, key, sizes, completion=lambda bodies: {}, **create):
+        """An object uploaded in parts of `sizes` random bytes; `completion(bodies)`: more arguments for
+        CompleteMultipartUpload, such as the object's checksum."""
         s3 = self.s3
         upload = s3.create_multipart_upload(Bucket=bucket, Key=key, **create)["UploadId"]
         bodies, parts = [], []
@@ -305,7 +307,8 @@ class SemanticsTest(unittest.TestCase):
                     part[name] = answer[name]
             bodies.append(body)
             parts.append(part)
-        done = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+        done = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts},
+                                            **completion(bodies))
         return bodies, parts, done
 
     def test_object_attributes_and_part_numbers(self):
@@ -372,9 +375,27 @@ class SemanticsTest(unittest.TestCase):
         self.assertEqual([p["ChecksumCRC32"] for p in attributes["ObjectParts"]["Parts"]],
                          [p["ChecksumCRC32"] for p in parts])
 
+        # The object's checksum sent with the completion is the object's, not the completion body's: a
+        # composite one (SHA-256 over the parts' SHA-256s, then -N) as CompleteMultipartUpload returns it.
+        def composite_sha256(bodies):
+            joined = b"".join(hashlib.sha256(b).digest() for b in bodies)
+            return {"ChecksumSHA256": base64.b64encode(hashlib.sha256(joined).digest()).decode() + f"-{len(bodies)}"}
+        *_, done = self.multipart_object(bucket, "sha", [5 << 20, 99], completion=composite_sha256,
+                                         ChecksumAlgorithm="SHA256")
+        self.assertTrue(done["ChecksumSHA256"].endswith("-2"))
+
+        def full_crc32(bodies, wrong=False):
+            crc = zlib.crc32(b"".join(bodies)) ^ (1 if wrong else 0)
+            return {"ChecksumCRC32": base64.b64encode(crc.to_bytes(4, "big")).decode()}
         undo = add_headers(s3, "CreateMultipartUpload", {"x-amz-checksum-type": "FULL_OBJECT"})
-        bodies, parts, done = self.multipart_object(bucket, "full", [5 << 20, 777], ChecksumAlgorithm="CRC32")
-        undo()
+        try:
+            self.assertEqual(self.code(lambda: self.multipart_object(
+                bucket, "wrong", [5 << 20, 5], completion=lambda b: full_crc32(b, wrong=True),
+                ChecksumAlgorithm="CRC32")), "BadDigest")
+            bodies, parts, done = self.multipart_object(bucket, "full", [5 << 20, 777], completion=full_crc32,
+                                                        ChecksumAlgorithm="CRC32")
+        finally:
+            undo()
         full = base64.b64encode(zlib.crc32(b"".join(bodies)).to_bytes(4, "big")).decode()
         self.assertEqual(done["ChecksumCRC32"], full)
         self.assertEqual(s3.head_object(Bucket=bucket, Key="full", ChecksumMode="ENABLED")["ChecksumCRC32"], full)

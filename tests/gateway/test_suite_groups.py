@@ -3,7 +3,7 @@ case groups of an S3 conformance suite check and keel once answered
 otherwise. Owner and Initiator ids in every listing are the ids ACLs use;
 grant headers with unquoted ids; a ListObjects v1 Prefix as sent (boto3
 asks every v1 listing for url encoding and decodes the other fields);
-If-Match: * and If-None-Match with ETags on PutObject; an UploadPartCopy range past the source's end;
+If-Match: * and If-None-Match with ETags on PutObject; conditional deletes; an UploadPartCopy range past the source's end;
 Object Lock headers on an upload whose payload SHA-256 is signed (SDKs
 before the default checksums) and refused on one whose payload nothing
 verifies; bucket policy conditions on s3:x-amz-acl, s3:x-amz-copy-source,
@@ -96,6 +96,11 @@ class SuiteGroupsTest(unittest.TestCase):
     def code(self, fn):
         return error_of(fn)["Error"]["Code"]
 
+    @staticmethod
+    def refusal(fn):
+        failure = error_of(fn)
+        return failure["Error"]["Code"], failure["ResponseMetadata"]["HTTPStatusCode"]
+
     def test_owner_ids_are_canonical_everywhere(self):
         s3 = self.s3
         alice = hashlib.sha256(b"alice").hexdigest()
@@ -160,20 +165,12 @@ class SuiteGroupsTest(unittest.TestCase):
         s3.put_object(Bucket=bucket, Key="k", Body=b"one")
 
         def put_if(header, value, key, body=b"x"):
-            def add(params, **_):
-                params["headers"][header] = value
-            s3.meta.events.register("before-call.s3.PutObject", add)
-            try:
-                return s3.put_object(Bucket=bucket, Key=key, Body=body)
-            finally:
-                s3.meta.events.unregister("before-call.s3.PutObject", add)
-
-        def refusal(fn):
-            failure = error_of(fn)
-            return failure["Error"]["Code"], failure["ResponseMetadata"]["HTTPStatusCode"]
-        # If-Match: * needs a current version; an ETag that names no object is 404, as AWS.
+            return self.with_headers("PutObject", {header: value},
+                                     lambda: s3.put_object(Bucket=bucket, Key=key, Body=body))
+        refusal = self.refusal
+        # If-Match, * or an ETag, on a key with no current version is 404, as AWS.
         put_if("If-Match", "*", "k", b"two")
-        self.assertEqual(refusal(lambda: put_if("If-Match", "*", "missing")), ("PreconditionFailed", 412))
+        self.assertEqual(refusal(lambda: put_if("If-Match", "*", "missing")), ("NoSuchKey", 404))
         self.assertEqual(refusal(lambda: put_if("If-Match", '"0123456789abcdef0123456789abcdef"', "missing")),
                          ("NoSuchKey", 404))
         self.assertEqual(self.code(lambda: s3.head_object(Bucket=bucket, Key="missing")), "404")
@@ -185,6 +182,94 @@ class SuiteGroupsTest(unittest.TestCase):
         put_if("If-None-Match", '"ABCORZ"', "new", b"four")
         self.assertEqual([s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in ("k", "new")],
                          [b"three", b"four"])
+
+    def with_headers(self, operation, headers, fn):
+        """fn() with `headers` added to every `operation` request it sends."""
+        def add(params, **_):
+            params["headers"].update(headers)
+        self.s3.meta.events.register(f"before-call.s3.{operation}", add)
+        try:
+            return fn()
+        finally:
+            self.s3.meta.events.unregister(f"before-call.s3.{operation}", add)
+
+    def delete_objects(self, bucket, entries):
+        """DeleteObjects with entries (dicts of Key, VersionId, ETag, LastModifiedTime, Size) as sent, even
+        fields this botocore does not know: the body is written here, before signing."""
+        from xml.sax.saxutils import escape
+        body = "<Delete>" + "".join(
+            "<Object>" + "".join(f"<{k}>{escape(str(v))}</{k}>" for k, v in entry.items()) + "</Object>"
+            for entry in entries) + "</Delete>"
+
+        def rewrite(request, **_):
+            request.data = body.encode()
+            for name in [h for h in request.headers if h.lower().startswith("x-amz-checksum-")
+                         or h.lower() in ("x-amz-sdk-checksum-algorithm", "content-md5")]:
+                del request.headers[name]
+            request.headers["Content-MD5"] = base64.b64encode(hashlib.md5(body.encode()).digest()).decode()
+        self.s3.meta.events.register("before-sign.s3.DeleteObjects", rewrite)
+        try:
+            return self.s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "placeholder"}]})
+        finally:
+            self.s3.meta.events.unregister("before-sign.s3.DeleteObjects", rewrite)
+
+    def test_conditional_deletes_and_the_delete_marker_header(self):
+        s3 = self.s3
+
+        def delete_if(bucket, headers, **args):
+            return self.with_headers("DeleteObject", headers, lambda: s3.delete_object(Bucket=bucket, Key="obj", **args))
+
+        refusal = self.refusal
+
+        def delete_marker_header(bucket):
+            return error_of(lambda: s3.head_object(Bucket=bucket, Key="obj"))["ResponseMetadata"]["HTTPHeaders"].get(
+                "x-amz-delete-marker")
+
+        def http_date(when):
+            return when.astimezone(datetime.timezone.utc).strftime("%a, %d %b %Y %H:%M:%S GMT")
+
+        bucket = self.new_bucket()
+        etag = s3.put_object(Bucket=bucket, Key="obj", Body=b"")["ETag"]
+        modified = s3.head_object(Bucket=bucket, Key="obj")["LastModified"]
+        for failing in ({"If-Match": "badetag"}, {"x-amz-if-match-size": "9999"},
+                        {"x-amz-if-match-last-modified-time": "Thu, 01 Jan 2015 00:00:00 GMT"}):
+            self.assertEqual(refusal(lambda: delete_if(bucket, failing)), ("PreconditionFailed", 412), failing)
+        self.assertEqual(s3.head_object(Bucket=bucket, Key="obj")["ETag"], etag)
+        delete_if(bucket, {"If-Match": etag, "x-amz-if-match-size": "0",
+                           "x-amz-if-match-last-modified-time": http_date(modified)})
+        self.assertEqual(delete_marker_header(bucket), "false")
+        # Deleting nothing succeeds whatever the conditions.
+        self.assertEqual(delete_if(bucket, {"If-Match": "badetag"})["ResponseMetadata"]["HTTPStatusCode"], 204)
+
+        versioned = self.new_bucket()
+        s3.put_bucket_versioning(Bucket=versioned, VersioningConfiguration={"Status": "Enabled"})
+        put = s3.put_object(Bucket=versioned, Key="obj", Body=b"")
+        self.assertEqual(refusal(lambda: delete_if(versioned, {"If-Match": "badetag"})), ("PreconditionFailed", 412))
+        self.assertTrue(delete_if(versioned, {"If-Match": put["ETag"]})["DeleteMarker"])
+        self.assertEqual(delete_marker_header(versioned), "true")
+        # A current delete marker has no ETag: only * passes it.
+        self.assertEqual(refusal(lambda: delete_if(versioned, {"If-Match": put["ETag"]})), ("PreconditionFailed", 412))
+        delete_if(versioned, {"If-Match": "*"})
+        # By version id: the conditions are the version's.
+        self.assertEqual(refusal(lambda: delete_if(versioned, {"x-amz-if-match-size": "1"}, VersionId=put["VersionId"])),
+                         ("PreconditionFailed", 412))
+        delete_if(versioned, {"x-amz-if-match-size": "0"}, VersionId=put["VersionId"])
+        self.assertEqual([v["VersionId"] for v in s3.list_object_versions(Bucket=versioned).get("Versions", [])], [])
+
+        # DeleteObjects: each entry's conditions, each failure that entry's error.
+        listed = self.new_bucket()
+        etags = {key: s3.put_object(Bucket=listed, Key=key, Body=b"x")["ETag"] for key in ("a", "b", "c", "d ")}
+        when = s3.head_object(Bucket=listed, Key="b")["LastModified"].astimezone(datetime.timezone.utc)
+        result = self.delete_objects(listed, [
+            {"Key": "a", "ETag": "badetag"},
+            {"Key": "b", "ETag": etags["b"], "Size": 1, "LastModifiedTime": when.strftime("%Y-%m-%dT%H:%M:%S.000Z")},
+            {"Key": "c", "LastModifiedTime": "2015-01-01T00:00:00Z"},
+            {"Key": "d ", "Size": 1},
+            {"Key": "missing", "ETag": "badetag"}])
+        self.assertEqual(sorted((e["Key"], e["Code"]) for e in result["Errors"]),
+                         [("a", "PreconditionFailed"), ("c", "PreconditionFailed")])
+        self.assertEqual(sorted(d["Key"] for d in result["Deleted"]), ["b", "d ", "missing"])
+        self.assertEqual([o["Key"] for o in s3.list_objects_v2(Bucket=listed)["Contents"]], ["a", "c"])
 
     def test_upload_part_copy_range_past_the_end(self):
         s3 = self.s3
@@ -591,6 +676,12 @@ class SuiteGroupsTest(unittest.TestCase):
             got = s3.get_object(Bucket=bucket, Key="mib", Range=rng, **ka)["Body"].read()
             self.assertEqual(got, mib[first:None if last is None else last + 1], rng)
         self.assertEqual(code(lambda: s3.get_object(Bucket=bucket, Key="kib")), "InvalidRequest")
+        # A policy can demand SSE-C of every write (s3:x-amz-server-side-encryption-customer-algorithm).
+        demanding = self.new_bucket()
+        self.put_policy(demanding, {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Condition": {
+            "Null": {"s3:x-amz-server-side-encryption-customer-algorithm": "true"}}})
+        self.assertEqual(code(lambda: s3.put_object(Bucket=demanding, Key="plain", Body=b"x")), "AccessDenied")
+        s3.put_object(Bucket=demanding, Key="sealed", Body=b"x", **ka)
         self.assertEqual(code(lambda: s3.head_object(Bucket=bucket, Key="kib")), "400")
         self.assertEqual(code(lambda: s3.get_object(Bucket=bucket, Key="kib", **kb)), "InvalidRequest")
         self.assertEqual(code(lambda: s3.head_object(Bucket=bucket, Key="kib", **kb)), "400")

@@ -154,8 +154,8 @@ TEST_CASE("conditional copies and writes", "[gateway][semantics]") {
   write({{"if-none-match", "\"x\", \"y\""}}, current);
   CHECK(error_code([&] { write({{"if-none-match", "\"x\", \"0123abcd\""}}, current); }) == "PreconditionFailed");
   write({{"if-match", "*"}}, current);
-  CHECK(error_code([&] { write({{"if-match", "*"}}, none); }) == "PreconditionFailed");
-  CHECK(error_code([&] { write({{"if-match", "*"}}, marker); }) == "PreconditionFailed");
+  CHECK(error_code([&] { write({{"if-match", "*"}}, none); }) == "NoSuchKey");
+  CHECK(error_code([&] { write({{"if-match", "*"}}, marker); }) == "NoSuchKey");
   write({{"if-match", "\"0123abcd\""}}, current);
   CHECK(error_code([&] { write({{"if-match", "\"x\""}}, current); }) == "PreconditionFailed");
   CHECK(error_code([&] { write({{"if-match", "\"0123abcd\""}}, none); }) == "NoSuchKey");
@@ -163,6 +163,37 @@ TEST_CASE("conditional copies and writes", "[gateway][semantics]") {
           check_write_conditions(with_headers({{"if-none-match", "*"}}), current, "ConditionalRequestConflict");
         }) == "ConditionalRequestConflict");
   CHECK_FALSE(has_write_conditions(with_headers({})));
+}
+
+TEST_CASE("conditional deletes: ETag, modification time and size of the version deleted", "[gateway][semantics]") {
+  ObjectRecord version;
+  version.etag = "0123abcd";
+  version.size = 5;
+  version.modified_ns = kModified + 400'000'000;  // compared to the second, as Last-Modified shows it
+  ObjectRecord marker = version;
+  marker.delete_marker = true;
+  const auto check = [](const DeleteConditions& c, const std::optional<ObjectRecord>& target) {
+    return error_code([&] { check_delete_conditions(c, target); });
+  };
+  const auto headers = [](NameValues h) { return DeleteConditions::from_headers(with_headers(std::move(h))); };
+  CHECK(check(headers({{"if-match", "\"0123abcd\""}, {"x-amz-if-match-size", "5"},
+                       {"x-amz-if-match-last-modified-time", "Tue, 14 Nov 2023 22:13:20 GMT"}}),
+              version).empty());
+  CHECK(check(headers({{"if-match", "badetag"}}), version) == "PreconditionFailed");
+  CHECK(check(headers({{"x-amz-if-match-size", "9999"}}), version) == "PreconditionFailed");
+  CHECK(check(headers({{"x-amz-if-match-last-modified-time", "Thu, 01 Jan 2015 00:00:00 GMT"}}), version) ==
+        "PreconditionFailed");
+  // Deleting nothing succeeds whatever the conditions.
+  CHECK(check(headers({{"if-match", "badetag"}, {"x-amz-if-match-size", "9999"}}), std::nullopt).empty());
+  // A current delete marker: no ETag, size 0; only * passes.
+  CHECK(check(headers({{"if-match", "*"}}), marker).empty());
+  CHECK(check(headers({{"if-match", "\"0123abcd\""}}), marker) == "PreconditionFailed");
+  CHECK(check(headers({{"x-amz-if-match-size", "5"}}), marker) == "PreconditionFailed");
+  // DeleteObjects entries: ISO 8601 dates.
+  CHECK(check(DeleteConditions::from_entry("\"0123abcd\"", "2023-11-14T22:13:20.000Z", "5"), version).empty());
+  CHECK(check(DeleteConditions::from_entry("", "2015-01-01T00:00:00Z", ""), version) == "PreconditionFailed");
+  CHECK(error_code([] { DeleteConditions::from_entry("", "", "five"); }) == "InvalidArgument");
+  CHECK(error_code([&] { headers({{"x-amz-if-match-last-modified-time", "yesterday"}}); }) == "InvalidArgument");
 }
 
 TEST_CASE("copy sources and copy ranges", "[gateway][semantics]") {
