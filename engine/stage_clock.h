@@ -34,7 +34,7 @@ class StageClock {
 
   explicit StageClock(StageCpu* cpu) : cpu_(cpu) {
     if (!cpu_) return;
-    last_cpu_ = thread_cpu_ns();
+    last_cpu_ = recent_thread_cpu_ns();
     last_flush_ = mark_ = Mono::now();
   }
   ~StageClock() { flush(); }

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cstdint>
 #include <ctime>
 
 namespace keel::engine {
@@ -22,10 +23,35 @@ const char* stage_name(Stage stage) {
   return "?";
 }
 
+namespace {
+
+int64_t ns_of(const timespec& ts) { return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec; }
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO: no system call
+  return ns_of(ts);
+}
+
+// This thread's latest thread_cpu_ns() and the monotonic time it was taken.
+struct Reading {
+  int64_t cpu = 0;
+  int64_t at = INT64_MIN / 2;
+};
+thread_local Reading latest;
+
+}  // namespace
+
 int64_t thread_cpu_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  latest = {ns_of(ts), monotonic_ns()};
+  return latest.cpu;
+}
+
+int64_t recent_thread_cpu_ns() {
+  if (monotonic_ns() - latest.at < kRecentReading) return latest.cpu;
+  return thread_cpu_ns();
 }
 
 double process_cpu_seconds() {

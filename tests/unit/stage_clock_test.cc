@@ -84,3 +84,28 @@ TEST_CASE("stage clock gives waiting no weight and unclaimed work no stage", "[s
     CHECK(ns_of(cpu, Stage::kWrite) < spent / 10);
   }
 }
+
+TEST_CASE("a timed scope that starts as another ends reuses its reading", "[stage_clock]") {
+  using keel::engine::kRecentReading;
+  using keel::engine::recent_thread_cpu_ns;
+  using keel::engine::StageTimer;
+  const int64_t read = thread_cpu_ns();
+  CHECK(recent_thread_cpu_ns() == read);  // no system call: the reading is nanoseconds old
+  std::this_thread::sleep_for(std::chrono::nanoseconds(10 * kRecentReading));
+  spin(kMs);
+  CHECK(recent_thread_cpu_ns() >= read + kMs);  // stale: read again
+  // Back-to-back scopes still charge each its own work, give or take kRecentReading.
+  StageCpu cpu;
+  {
+    StageTimer first(&cpu, Stage::kDecrypt);
+    spin(2 * kMs);
+  }
+  {
+    StageTimer second(&cpu, Stage::kVerify);
+    spin(3 * kMs);
+  }
+  CHECK(ns_of(cpu, Stage::kDecrypt) >= 2 * kMs);
+  CHECK(ns_of(cpu, Stage::kDecrypt) < 2 * kMs + kMs / 2);
+  CHECK(ns_of(cpu, Stage::kVerify) >= 3 * kMs);
+  CHECK(ns_of(cpu, Stage::kVerify) < 3 * kMs + kMs / 2);
+}
