@@ -47,7 +47,9 @@ std::span<uint8_t> overwritable(Bytes& b, size_t n) {
   if (b.size() < n) {
     if (b.capacity() < n) {
       b.clear();  // nothing to keep: the reallocation copies nothing
-      reserve_huge(b, n);
+      // At least doubled: grown to each new largest content's size exactly, a buffer
+      // was reallocated, zero-filled and faulted in again at every new record.
+      reserve_huge(b, std::max(n, 2 * b.capacity()));
     }
     b.resize(b.capacity());
   }

@@ -35,8 +35,8 @@ AlignedBuffer allocate_aligned(size_t n);
 void reserve_huge(Bytes& b, size_t n);
 
 // The first `n` bytes of `b`, for the caller to overwrite: a buffer reused
-// for contents of varying sizes (decryption, decompression). `b` only grows,
-// as reserve_huge, and each of its bytes is zero-filled once: resizing it to
+// for contents of varying sizes (decryption, decompression). `b` only grows, at
+// least doubling, as reserve_huge, and each of its bytes is zero-filled once: resizing it to
 // each content's size zero-filled the difference every time it grew again
 // (memset, 3% of a restore's CPU) and copied what it held on reallocation.
 std::span<uint8_t> overwritable(Bytes& b, size_t n);

@@ -47,3 +47,18 @@ TEST_CASE("overwritable grows a reused buffer and never zero-fills a byte twice"
   CHECK(keel::overwritable(b, 5000).data() == large.data());
   CHECK(keel::overwritable(b, 2 * kHugePageSize)[kHugePageSize] == 9);
 }
+
+TEST_CASE("overwritable at least doubles, so creeping sizes reallocate rarely", "[huge_pages]") {
+  keel::Bytes b;
+  keel::overwritable(b, 1000);
+  keel::overwritable(b, 1001);
+  CHECK(b.capacity() >= 2000);
+  size_t reallocations = 0;
+  const uint8_t* data = b.data();
+  for (size_t n = 1002; n <= 1 << 20; n += 997) {  // each a new largest size
+    keel::overwritable(b, n);
+    if (b.data() != data) ++reallocations;
+    data = b.data();
+  }
+  CHECK(reallocations <= 12);
+}
