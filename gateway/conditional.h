@@ -40,6 +40,7 @@ struct DeleteConditions {
   std::optional<int64_t> modified_s;      // the version's Last-Modified, in seconds
   std::optional<uint64_t> size;
 
+  bool any() const { return etag || modified_s || size; }
   // From DeleteObject's headers. Throws S3Error InvalidArgument when a date or size is malformed.
   static DeleteConditions from_headers(const S3Request& request);
   // From one DeleteObjects <Object> entry's texts (empty: absent).

@@ -103,9 +103,8 @@ S3Api::Deletion S3Api::delete_key(Bucket& bucket, const std::string& key, const 
   Deletion deletion;
   const std::string& versioning = bucket.record.versioning;
   deletion.versioned = !versioning.empty();
-  check_delete_conditions(conditions, metadata_.object(bucket.record.name, key,
-                                                       version_id.empty() && versioning.empty() ? std::string(kNullVersion)
-                                                                                                : version_id));
+  // The version named, or the current one (an unversioned bucket's null version).
+  if (conditions.any()) check_delete_conditions(conditions, metadata_.object(bucket.record.name, key, version_id));
   // Removing the null version (directly, or by the null marker of a suspended bucket) loses its bytes for good.
   if (!may_remove_unversioned && (version_id.empty() ? versioning != "Enabled" : version_id == kNullVersion)) {
     const auto unversioned = metadata_.object(bucket.record.name, key, std::string(kNullVersion));

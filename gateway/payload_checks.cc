@@ -73,7 +73,7 @@ PayloadChecks::PayloadChecks(const S3Request& request, const Authentication& aut
     if (state_->expected_md5.size() != 16) throw S3Error("InvalidDigest", "Content-MD5 '" + text + "' is not a base64 MD5");
   }
   for (const auto& [name, value] : request.headers) {
-    if (checksum_headers == ChecksumHeaders::kOfObject) break;
+    if (checksum_headers == ChecksumHeaders::kOfObject) break;  // the completion checks them against the object
     if (!name.starts_with(kChecksumPrefix) || name == "x-amz-checksum-type" || name == "x-amz-checksum-mode") continue;
     if (state_->checksum) throw S3Error("InvalidRequest", "only one x-amz-checksum-* header may be given");
     state_->checksum = checksummer_for(name.substr(kChecksumPrefix.size()));

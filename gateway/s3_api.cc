@@ -610,7 +610,8 @@ std::unique_ptr<RequestBody> S3Api::delete_objects(const Call& call) {
     XmlWriter xml;
     xml.open("DeleteResult", kS3Namespace);
     for (size_t i = 0; i < keys.size(); ++i) {
-      const auto& [key, version_id, conditions] = keys[i];
+      const std::string& key = keys[i].key;
+      const std::string& version_id = keys[i].version_id;
       const Outcome& outcome = outcomes[i];
       if (!outcome.code.empty()) {
         xml.open("Error").element("Key", key);
