@@ -474,6 +474,77 @@ TEST_CASE("reads verify each chunk against its id and read a false copy around",
   }
 }
 
+TEST_CASE("a false copy stored before the data it names: the loss is named, and the next backup heals it",
+          "[put-only][read]") {
+  // The attack no read-time check can undo: a put-only key computes the id
+  // of data another host will back up (a shared file), stores garbage under
+  // it first, and that host's backup deduplicates against it. Its restore
+  // must fail naming the file (never restore the garbage), check --read-data
+  // must name the copy, repair must move it aside, and the next backup of
+  // the same, unchanged file must store the real chunk, which mends the
+  // earlier snapshot too (snapshots name chunks by id, not by pack).
+  test::TempDir dir("keel-put-only-first");
+  PutOnlyRepository repo(dir);
+  auto& store = repo.store;
+  const std::string src = dir.file("src");
+  std::filesystem::create_directories(src);
+  const Bytes shared = test::random_bytes(150'000, 77);  // one chunk: under the minimum chunk size
+  const Bytes own = test::random_bytes(90'000, 78);
+  write_file(src + "/shared", shared);
+  write_file(src + "/own", own);
+
+  auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
+  catalog::BlobLocation target;
+  target.blob.id = keyed_id(put->keys().id, shared);
+  target.blob.type = catalog::BlobType::kData;
+  target.blob.raw_length = static_cast<uint32_t>(shared.size());
+  const std::vector<Id> written = write_false_copies(*put, {target});
+  REQUIRE(written.size() == 1);
+  const Id forged = written.front();
+
+  auto& owner = repo.full;
+  auto backup = [&] {
+    auto source = agents::fs::make_fs_source({src}, {});
+    BackupProgress progress;
+    return run_backup(*owner, *source, BackupOptions{}, progress, [](const SkippedItem&) {}).snapshot;
+  };
+  auto restore = [&](const catalog::SnapshotRecord& snapshot, const std::string& into) {
+    RestoreOptions options;
+    options.target_dir = dir.file(into);
+    RestoreProgress progress;
+    return run_restore(*owner, snapshot, options, progress);
+  };
+  const catalog::SnapshotRecord first = backup();
+  REQUIRE(owner->catalog().find_blob(target.blob.id)->pack == forged);  // deduplicated against the forgery
+
+  const RestoreResult lost = restore(first, "lost");
+  CHECK(lost.files_verified == 1);  // "own"
+  REQUIRE(lost.failures.size() == 1);
+  CHECK(lost.failures.front().path.ends_with("/shared"));
+  CHECK(lost.failures.front().damaged());
+  CHECK_FALSE(std::filesystem::exists(dir.file("lost") + src + "/shared"));
+
+  const CheckResult check = run_check(*owner, CheckOptions{.read_data = true});
+  REQUIRE_FALSE(check.problems.empty());
+  CHECK(std::any_of(check.problems.begin(), check.problems.end(), [&](const CheckProblem& p) {
+    return p.message.find("pack " + forged.hex()) != std::string::npos &&
+           p.message.find("does not hash to its id") != std::string::npos;
+  }));
+  const RepairResult repaired = repair(*owner, RepairOptions{});
+  CHECK(repaired.blobs_lost == 1);
+  CHECK(store->objects().count(pack_key(forged)) == 0);
+
+  const catalog::SnapshotRecord second = backup();  // nothing changed in src
+  for (const auto& [snapshot, into] : {std::pair{first, "healed-first"}, std::pair{second, "second"}}) {
+    INFO(into);
+    const RestoreResult healed = restore(snapshot, into);
+    CHECK(healed.failures.empty());
+    CHECK(healed.files_verified == 2);
+    CHECK(read_file(dir.file(into) + src + "/shared") == shared);
+  }
+  CHECK(run_check(*owner, CheckOptions{.read_data = true}).problems.empty());
+}
+
 TEST_CASE("a forged change-log entry hides no snapshot and drops no pack", "[put-only][log]") {
   // A put-only key holds the index key that seals log entries. Before, an
   // entry claiming snapshots and packs removed made every catalog that
