@@ -344,7 +344,12 @@ LifecycleAction lifecycle_action(const LifecycleConfiguration& config, const Obj
   for (const auto& r : config.rules()) {
     if (!r.enabled || !r.filter.matches(version.key, version.tags, version.size)) continue;
     if (place.current && version.delete_marker) {
-      if (r.expired_object_delete_marker && place.only_version) return LifecycleAction::kRemoveDeleteMarker;
+      // A Days rule also removes expired delete markers once they are as old
+      // as it asks (AWS; RGW removes them at once).
+      const bool old_enough = r.expiration_days && day.after(version.modified_ns, *r.expiration_days) <= now_ns;
+      if (place.only_version && (r.expired_object_delete_marker || old_enough)) {
+        return LifecycleAction::kRemoveDeleteMarker;
+      }
       continue;
     }
     if (place.current) {

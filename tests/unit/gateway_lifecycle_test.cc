@@ -228,6 +228,13 @@ TEST_CASE("lifecycle: what the rules do to current, noncurrent and delete-marker
   marker.delete_marker = true;
   CHECK(lifecycle_action(parsed, marker, current, day, t) == LifecycleAction::kRemoveDeleteMarker);
   CHECK(lifecycle_action(parsed, marker, {true, false, 0, 0}, day, t) == LifecycleAction::kNone);
+  // A Days rule removes such a marker too, once it is as old as the rule asks.
+  ObjectRecord expiring_marker = version("cur/a", t, 0);
+  expiring_marker.delete_marker = true;
+  CHECK(lifecycle_action(parsed, expiring_marker, current, day, t + 9 * kSecond) == LifecycleAction::kNone);
+  CHECK(lifecycle_action(parsed, expiring_marker, current, day, t + 10 * kSecond) ==
+        LifecycleAction::kRemoveDeleteMarker);
+  CHECK(lifecycle_action(parsed, expiring_marker, {true, false, 0, 0}, day, t + kDay) == LifecycleAction::kNone);
 }
 
 TEST_CASE("lifecycle sweep: lists only the rules' prefixes, bounded per run, and goes on where it stopped",
