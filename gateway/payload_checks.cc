@@ -36,6 +36,16 @@ std::string Checksummer::base64() {
   return to_base64(std::get<Digest>(algorithm_).finish());
 }
 
+bool Checksummer::well_formed(const std::string& value) const {
+  const Crc* crc = std::get_if<Crc>(&algorithm_);
+  const size_t size = crc ? crc->big_endian().size() : name_ == "sha1" ? 20 : 32;
+  try {
+    return from_base64(value).size() == size;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 Checksummer checksummer_for(const std::string& name) {
   auto checksummer = Checksummer::make(name);
   if (!checksummer) throw S3Error("InvalidRequest", "unknown checksum algorithm '" + name + "'");
@@ -117,6 +127,7 @@ void PayloadChecks::verify(const NameValues& trailers) {
     }
     if (claimed.empty()) throw S3Error("InvalidRequest", "the trailer announced " + header + " but did not carry it");
   }
+  if (!state_->checksum->well_formed(claimed)) throw S3Error("InvalidRequest", "Value for " + header + " header is invalid.");
   const std::string computed = state_->checksum->base64();
   if (claimed != computed) {
     throw S3Error("BadDigest", "the " + header + " you specified (" + claimed + ") did not match the calculated " +

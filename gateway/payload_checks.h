@@ -24,6 +24,8 @@ class Checksummer {
   static std::optional<Checksummer> make(const std::string& name);
   void update(ByteView data);
   std::string base64();  // of the big-endian digest, as S3 shows it; once
+  // Whether `value` could be such a digest: base64 of the algorithm's size.
+  bool well_formed(const std::string& value) const;
   const std::string& name() const { return name_; }
 
  private:

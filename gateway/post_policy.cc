@@ -65,7 +65,7 @@ std::string shown(const std::string& op, const std::string& field, const std::st
 }
 
 bool exempt(std::string_view field) {
-  return field.starts_with("x-ignore-") ||
+  return field.starts_with("x-ignore-") || field.starts_with("x-amz-checksum-") ||
          std::find(std::begin(kExemptFields), std::end(kExemptFields), field) != std::end(kExemptFields);
 }
 

@@ -4,7 +4,9 @@
 // "$acl", "private"]), prefixes (["starts-with", "$key", "user/"]) and
 // ["content-length-range", min, max]; condition names and operators in any
 // case. Every field of the form must be named by a condition, except those
-// that carry the upload or its signature (kExemptFields) and x-ignore-*.
+// that carry the upload or its signature (kExemptFields), x-ignore-* and
+// x-amz-checksum-* (a checksum only narrows what the upload may be: the
+// object is refused unless it matches).
 #pragma once
 
 #include <cstdint>
@@ -50,7 +52,8 @@ class PostPolicy {
 };
 
 // The fields no policy condition needs to name: the upload itself and its
-// signature (lower case; also every field that starts with x-ignore-).
+// signature (lower case; also every field that starts with x-ignore- or
+// x-amz-checksum-).
 inline constexpr std::string_view kExemptFields[] = {"awsaccesskeyid", "file", "policy", "signature",
                                                      "x-amz-signature"};
 

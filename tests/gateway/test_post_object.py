@@ -136,6 +136,29 @@ class PostObjectTest(unittest.TestCase):
         self.assertEqual((r.status_code, self.error(r)), (403, "AccessDenied"))
         self.assertIn("Extra input fields", r.text)
 
+    def test_checksum_field_needs_no_condition_and_is_checked(self):
+        # x-amz-checksum-* only narrows what the upload may be, so the policy need not name it
+        # (as the conformance suite's POST checksum case sends it); a wrong one refuses the upload.
+        bucket = self.new_bucket()
+        amz = v4_conditions()
+        policy = policy_of([{"bucket": bucket}, ["starts-with", "$key", "sum/"], *[{n: v} for n, v in amz]])
+        body = b"x" * (2 << 20)
+        right = base64.b64encode(hashlib.sha256(body).digest()).decode()
+
+        def fields(checksum):
+            return [("key", "sum/obj"), ("policy", policy), *amz, ("x-amz-checksum-sha256", checksum),
+                    ("x-amz-signature", v4_signature(policy, amz[1][1].split("/")[1]))]
+
+        r = self.post(bucket, fields(right), file=("f.bin", body))
+        self.assertEqual(r.status_code, 204, r.text)
+        head = self.s3.head_object(Bucket=bucket, Key="sum/obj", ChecksumMode="ENABLED")
+        self.assertEqual(head["ResponseMetadata"]["HTTPHeaders"].get("x-amz-checksum-sha256"), right)
+        wrong = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+        for checksum, code in ((wrong, "BadDigest"), ("sailorjerry", "InvalidRequest")):
+            r = self.post(bucket, fields(checksum), file=("f.bin", b"y" * 100))
+            self.assertEqual((r.status_code, self.error(r)), (400, code), r.text)
+        self.assertEqual(self.s3.get_object(Bucket=bucket, Key="sum/obj")["Body"].read(), body)
+
     def test_version_2_form_follows_the_users_signature_v2_switch(self):
         bucket = self.new_bucket(ACL="public-read-write")
         fields = [("key", "foo.txt"), ("acl", "private"), ("Content-Type", "text/plain")]

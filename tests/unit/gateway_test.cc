@@ -206,6 +206,12 @@ TEST_CASE("payload checks: Content-MD5, signed SHA-256 and checksum headers", "[
                                               {"x-amz-checksum-sha256", "LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="}}) {
     CHECK_NOTHROW(checks({{name, value}}, unsigned_auth, "hello"));
     CHECK(error_code([&] { checks({{name, value}}, unsigned_auth, "jello"); }) == "BadDigest");
+    // Not a digest of the algorithm's size at all: refused as malformed, as AWS does.
+    for (const std::string& malformed :
+         std::vector<std::string>{"sailorjerry", "AAAA", value + "AAAA", "#" + value.substr(1)}) {
+      INFO(name << ": " << malformed);
+      CHECK(error_code([&] { checks({{name, malformed}}, unsigned_auth, "hello"); }) == "InvalidRequest");
+    }
   }
   Authentication signed_auth;
   signed_auth.payload = PayloadKind::kSignedHash;
