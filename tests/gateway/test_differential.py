@@ -149,6 +149,10 @@ EXPECTED_DIFFERENCES = [
      "match": lambda op, rgw, keel: rgw != keel and rfc2047_text(rgw) == rfc2047_text(keel),
      "reason": "deliberate: AWS decodes RFC 2047 user metadata and sends a non-ASCII value re-encoded (Q when it is "
                "mostly ASCII, as S3's MimeUtility: =?UTF-8?Q?H=C3=A9llo?=); RGW 16 stores and returns it as sent"},
+    {"ops": ["delete_version"], "field": r"DeleteMarker",
+     "match": lambda op, rgw, keel: rgw is None and keel is True and op["version"] == "null",
+     "reason": "deliberate: DeleteObject of a version that is a delete marker answers x-amz-delete-marker: true on "
+               "AWS (DeleteObject); RGW 16 sends none when that marker is the null version"},
     {"ops": ["tagging"], "field": r"PutTagging\.VersionId", "match": lambda op, rgw, keel: rgw is None and keel,
      "reason": "deliberate: PutObjectTagging names the version it tagged (x-amz-version-id) on AWS; RGW 16 sends none"},
 ]
@@ -250,6 +254,9 @@ class Sequence:
         self.versions = []  # version ordinals seen
         self.etags = {}  # key -> the ETag of its last put body
         self.multipart = set()  # keys last written by a multipart upload
+        # Keys ever written by one: a refused put or copy, or a delete of the current version, can leave
+        # (or make) a multipart version current again, which the sequence cannot tell.
+        self.ever_multipart = set()
         self.written = set()
         self.marked = set()  # keys deleted without a version id in a bucket that has had versioning
         self.versioning = None
@@ -366,11 +373,11 @@ class Sequence:
     def make_copy(self):
         r = self.random
         source = self.key()
-        if source in self.multipart:
+        if source in self.ever_multipart:
             # A CopyObject of a multipart object: S3 gives the copy the MD5 of its bytes as ETag (one
             # part), as keel does; RGW 16 keeps the source's "-N" ETag, and the two would differ in every
             # later listing of the copy. Copied multipart objects are in tests/gateway/test_s3_semantics.py.
-            source = r.choice([k for k in ODD_KEYS if k not in self.multipart] or ODD_KEYS)
+            source = r.choice([k for k in ODD_KEYS if k not in self.ever_multipart] or ODD_KEYS)
         op = {"name": "copy", "source": source, "key": self.key(),
               "directive": r.choice(["COPY", "REPLACE"])}
         if r.random() < 0.3:
@@ -450,6 +457,7 @@ class Sequence:
             self.keys.append(key)
         self.etags.pop(key, None)
         self.multipart.add(key)
+        self.ever_multipart.add(key)
         return op
 
     def make_tagging(self):
@@ -1172,6 +1180,12 @@ class DifferentialTest(unittest.TestCase):
                         # asked of keel (both hold the same) keeps the condition true on both servers.
                         op["condition"] = {"CopySourceIfMatch": head["ETag"]}
                 results = [run(t, op) for t in targets]
+                if op["name"] == "put_conditional" and "If-Match" in op["headers"] and \
+                        "error" in results[0] and "error" not in results[1]:
+                    # RGW 16 refuses the quoted If-Match that holds (an expected difference above): the
+                    # same put without it gives RGW the object keel wrote, or every later operation on
+                    # the key would differ (seed 109 op #167).
+                    run(targets[0], dict(op, headers={}))
                 for ordinal in [v for v in targets[0].ordinal_of.values() if v not in sequence.versions]:
                     if ordinal not in ("null", "unknown"):
                         sequence.versions.append(ordinal)
