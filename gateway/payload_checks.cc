@@ -19,11 +19,11 @@ constexpr std::string_view kChecksumPrefix = "x-amz-checksum-";
 }  // namespace
 
 std::optional<Checksummer> Checksummer::make(const std::string& name) {
-  if (name == "crc32") return Checksummer(name, Crc(CrcAlgorithm::kCrc32));
-  if (name == "crc32c") return Checksummer(name, Crc(CrcAlgorithm::kCrc32c));
-  if (name == "crc64nvme") return Checksummer(name, Crc(CrcAlgorithm::kCrc64Nvme));
-  if (name == "sha1") return Checksummer(name, Digest(DigestAlgorithm::kSha1));
-  if (name == "sha256") return Checksummer(name, Digest(DigestAlgorithm::kSha256));
+  if (name == "crc32") return Checksummer(name, Crc(CrcAlgorithm::kCrc32), 4);
+  if (name == "crc32c") return Checksummer(name, Crc(CrcAlgorithm::kCrc32c), 4);
+  if (name == "crc64nvme") return Checksummer(name, Crc(CrcAlgorithm::kCrc64Nvme), 8);
+  if (name == "sha1") return Checksummer(name, Digest(DigestAlgorithm::kSha1), 20);
+  if (name == "sha256") return Checksummer(name, Digest(DigestAlgorithm::kSha256), 32);
   return std::nullopt;
 }
 
@@ -36,14 +36,13 @@ std::string Checksummer::base64() {
   return to_base64(std::get<Digest>(algorithm_).finish());
 }
 
-bool Checksummer::well_formed(const std::string& value) const {
-  const Crc* crc = std::get_if<Crc>(&algorithm_);
-  const size_t size = crc ? crc->big_endian().size() : name_ == "sha1" ? 20 : 32;
+void Checksummer::check_well_formed(const std::string& value) const {
+  bool ok = false;
   try {
-    return from_base64(value).size() == size;
+    ok = from_base64(value).size() == size_;
   } catch (const Error&) {
-    return false;
   }
+  if (!ok) throw S3Error("InvalidRequest", "Value for " + std::string(kChecksumPrefix) + name_ + " header is invalid.");
 }
 
 Checksummer checksummer_for(const std::string& name) {
@@ -87,6 +86,7 @@ PayloadChecks::PayloadChecks(const S3Request& request, const Authentication& aut
     if (!name.starts_with(kChecksumPrefix) || name == "x-amz-checksum-type" || name == "x-amz-checksum-mode") continue;
     if (state_->checksum) throw S3Error("InvalidRequest", "only one x-amz-checksum-* header may be given");
     state_->checksum = checksummer_for(name.substr(kChecksumPrefix.size()));
+    state_->checksum->check_well_formed(value);
     state_->checksum_value = value;
   }
   const std::string trailer = ascii_lower(request.header("x-amz-trailer"));
@@ -126,8 +126,8 @@ void PayloadChecks::verify(const NameValues& trailers) {
       if (name == header) claimed = value;
     }
     if (claimed.empty()) throw S3Error("InvalidRequest", "the trailer announced " + header + " but did not carry it");
+    state_->checksum->check_well_formed(claimed);
   }
-  if (!state_->checksum->well_formed(claimed)) throw S3Error("InvalidRequest", "Value for " + header + " header is invalid.");
   const std::string computed = state_->checksum->base64();
   if (claimed != computed) {
     throw S3Error("BadDigest", "the " + header + " you specified (" + claimed + ") did not match the calculated " +

@@ -24,15 +24,18 @@ class Checksummer {
   static std::optional<Checksummer> make(const std::string& name);
   void update(ByteView data);
   std::string base64();  // of the big-endian digest, as S3 shows it; once
-  // Whether `value` could be such a digest: base64 of the algorithm's size.
-  bool well_formed(const std::string& value) const;
+  // Throws S3Error InvalidRequest unless `value` could be such a digest:
+  // base64 of the algorithm's size (checked before the body is read, where
+  // the value comes in a header).
+  void check_well_formed(const std::string& value) const;
   const std::string& name() const { return name_; }
 
  private:
-  Checksummer(std::string name, std::variant<Crc, Digest> algorithm)
-      : name_(std::move(name)), algorithm_(std::move(algorithm)) {}
+  Checksummer(std::string name, std::variant<Crc, Digest> algorithm, size_t size)
+      : name_(std::move(name)), algorithm_(std::move(algorithm)), size_(size) {}
   std::string name_;
   std::variant<Crc, Digest> algorithm_;
+  size_t size_;  // bytes of the digest
 };
 // As make(), but throws S3Error InvalidRequest for an unknown name.
 Checksummer checksummer_for(const std::string& name);
