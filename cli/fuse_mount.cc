@@ -78,9 +78,9 @@ int op_readdir(const char* path, void* buf, fuse_fill_dir_t fill, off_t, fuse_fi
 int op_open(const char* path, fuse_file_info* fi) {
   if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
   return guarded(path, [&] {
-    std::unique_ptr<FileHandle> file = fs().open(path);
+    FileHandle* file = fs().open(path);
     if (!file) return -ENOENT;
-    fi->fh = reinterpret_cast<uint64_t>(file.release());
+    fi->fh = reinterpret_cast<uint64_t>(file);
     fi->keep_cache = 1;
     return 0;
   });
@@ -95,7 +95,7 @@ int op_read(const char* path, char* buf, size_t size, off_t offset, fuse_file_in
 }
 
 int op_release(const char*, fuse_file_info* fi) {
-  delete &handle(fi);
+  fs().close(&handle(fi));
   return 0;
 }
 

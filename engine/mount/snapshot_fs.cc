@@ -279,10 +279,19 @@ struct stat SnapshotFs::attributes(const TreeEntry& entry) const {
   return st;
 }
 
-std::unique_ptr<FileHandle> SnapshotFs::open(std::string_view path) {
+FileHandle* SnapshotFs::open(std::string_view path) {
   std::shared_ptr<const TreeEntry> entry = resolve(path);
   if (!entry || entry->meta.type != NodeType::kFile) return nullptr;
-  return std::make_unique<FileHandle>(FileLayout(entry->content));
+  auto file = std::make_unique<FileHandle>(FileLayout(entry->content));
+  FileHandle* raw = file.get();
+  std::lock_guard lock(files_mu_);
+  open_files_.emplace(raw, std::move(file));
+  return raw;
+}
+
+void SnapshotFs::close(FileHandle* file) {
+  std::lock_guard lock(files_mu_);
+  open_files_.erase(file);
 }
 
 size_t SnapshotFs::read(FileHandle& file, uint64_t offset, std::span<uint8_t> out) {

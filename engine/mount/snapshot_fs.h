@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/mount/chunk_cache.h"
@@ -77,8 +78,11 @@ class SnapshotFs {
   // stat(2) of an entry, as the snapshot recorded it.
   struct stat attributes(const TreeEntry& entry) const;
 
-  // Null if `path` is not a regular file.
-  std::unique_ptr<FileHandle> open(std::string_view path);
+  // Null if `path` is not a regular file. The file system owns the handle
+  // until close(), or until it is destroyed: the kernel need not release
+  // every file that is still open when the mount goes.
+  FileHandle* open(std::string_view path);
+  void close(FileHandle* file);
   // Reads into `out` from `offset`; returns the bytes read (fewer at the end
   // of the file). Holes read as zeros. Throws keel::Error if a chunk cannot be read.
   size_t read(FileHandle& file, uint64_t offset, std::span<uint8_t> out);
@@ -101,6 +105,8 @@ class SnapshotFs {
   std::chrono::steady_clock::time_point index_loaded_;
   LruCache<Id, Tree, IdHash> trees_;
   ChunkCache cache_;
+  std::mutex files_mu_;  // guards open_files_
+  std::unordered_map<FileHandle*, std::unique_ptr<FileHandle>> open_files_;
 };
 
 // Bytes a decoded tree holds, about: what the tree cache counts.
