@@ -1,5 +1,7 @@
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <iostream>
 #include <optional>
 
@@ -10,16 +12,53 @@
 #include "cli/number_option.h"
 #include "engine/backup.h"
 #include "engine/compress.h"
+#include "jobs/child_process.h"
 #include "util/error.h"
+#include "util/fd.h"
 
 namespace keel::cli {
+namespace {
+
+// A command whose standard output is read from a pipe, started at once.
+class CommandOutput {
+ public:
+  explicit CommandOutput(const std::vector<std::string>& argv) : name_(argv.front()) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe for " + name_, errno);
+    read_end_ = UniqueFd(fds[0]);
+    UniqueFd write_end(fds[1]);
+    child_.emplace(jobs::ChildProcess::spawn(argv, {}, write_end.get()));
+  }  // our copy of the write end closes here: EOF once the command's own copies close
+
+  int read_fd() const { return read_end_.get(); }
+
+  // At EOF: throws unless the command exited 0, since what it printed may be cut short.
+  void check_exit() {
+    int code = child_->wait();
+    if (code != 0) {
+      throw Error(ErrorKind::kFailure, "command " + name_ + " exited with status " + std::to_string(code) +
+                                           (code > 128 ? " (signal " + std::to_string(code - 128) + ")" : "") +
+                                           ", so its output may be incomplete");
+    }
+  }
+
+ private:
+  std::string name_;
+  UniqueFd read_end_;
+  std::optional<jobs::ChildProcess> child_;
+};
+
+}  // namespace
 
 int cmd_backup(App& app, const Args& args) {
   std::vector<std::string> paths, excludes, tags;
   std::string stdin_name, host, parent, compression;
-  bool use_stdin = false, force = false, one_fs = false;
+  bool use_stdin = false, from_command = false, force = false, one_fs = false;
   size_t memory_mib = 256;
-  po::options_description opts("keel backup [options] PATH...: store a snapshot of PATHs (or of stdin)");
+  po::options_description opts(
+      "keel backup [options] PATH...: store a snapshot of PATHs\n"
+      "keel backup --stdin [options]: of standard input, as one file\n"
+      "keel backup --stdin-from-command [options] -- COMMAND [ARG...]: of what COMMAND prints, as one file");
   opts.add_options()
       ("path", po::value(&paths)->composing(), "files and directories to back up")
       ("exclude,e", po::value(&excludes)->composing(), "skip items matching this glob (repeatable)")
@@ -29,7 +68,9 @@ int cmd_backup(App& app, const Args& args) {
       ("force", po::bool_switch(&force), "read every file, even those unchanged since the parent")
       ("one-file-system,x", po::bool_switch(&one_fs), "stay on the file system of each PATH")
       ("stdin", po::bool_switch(&use_stdin), "back up standard input as one file")
-      ("stdin-name", po::value(&stdin_name)->default_value("stdin"), "file name for --stdin")
+      ("stdin-from-command", po::bool_switch(&from_command),
+       "run COMMAND and back up its standard output; no snapshot unless it exits 0")
+      ("stdin-name", po::value(&stdin_name)->default_value("stdin"), "file name for --stdin and --stdin-from-command")
       ("memory", count_option(&memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(memory_mib)), "MiB of data in flight at most")
       ("compression", po::value(&compression),
        "for this backup instead of the repository's: off, fast, default, max, or a zstd level (-7..19)");
@@ -39,11 +80,25 @@ int cmd_backup(App& app, const Args& args) {
   if (!app.parse(args, opts, pos, vm)) return 0;
   // The global --append-only: delete and overwrite nothing on the target (docs/immutable.md).
   const bool append_only = app.global.append_only;
-  if (use_stdin == !paths.empty()) throw Error(ErrorKind::kUsage, "give PATHs to back up, or --stdin (not both)");
+  if (from_command) {
+    if (use_stdin) throw Error(ErrorKind::kUsage, "--stdin and --stdin-from-command exclude each other");
+    if (paths.empty()) throw Error(ErrorKind::kUsage, "--stdin-from-command needs a command: -- COMMAND [ARG...]");
+  } else if (use_stdin == !paths.empty()) {
+    throw Error(ErrorKind::kUsage, "give PATHs to back up, or --stdin (not both)");
+  }
 
-  std::unique_ptr<engine::Source> source =
-      use_stdin ? agents::stdin_stream::make_stream_source(STDIN_FILENO, stdin_name)
-                : agents::fs::make_fs_source(paths, agents::fs::FsOptions{.excludes = excludes, .one_file_system = one_fs});
+  // Outlive the source, whose reader reads the pipe; a command still running when the backup
+  // fails is killed.
+  std::optional<CommandOutput> command;
+  std::unique_ptr<engine::Source> source;
+  if (from_command) {
+    command.emplace(paths);
+    source = agents::stdin_stream::make_stream_source(command->read_fd(), stdin_name, [&] { command->check_exit(); });
+  } else if (use_stdin) {
+    source = agents::stdin_stream::make_stream_source(STDIN_FILENO, stdin_name);
+  } else {
+    source = agents::fs::make_fs_source(paths, agents::fs::FsOptions{.excludes = excludes, .one_file_system = one_fs});
+  }
   const std::optional<int> level =
       compression.empty() ? std::nullopt : std::optional<int>(engine::parse_compression(compression, "--compression"));
   auto repo = append_only ? app.open_repository_append_only() : app.open_repository();

@@ -153,6 +153,9 @@ class BackupRun : public SourceSink {
 
   size_t peak_buffered() { return chunk_budget_.peak() + part_budget_.peak(); }
   std::vector<SkippedItem> take_skipped() { return std::move(skipped_); }
+  std::string first_skipped() const {
+    return skipped_.empty() ? std::string() : skipped_.front().path + ": " + skipped_.front().reason;
+  }
   std::vector<LoggedPack> take_committed_packs() { return packs_.take_committed(); }
 
   void enter_dir(const NodeMeta& dir) override {
@@ -579,8 +582,15 @@ BackupResult run_backup(Repository& repo, Source& source, const BackupOptions& o
     progress.expected_bytes = parent->stats.bytes;
   }
 
-  BackupRun run(repo, options, progress, on_skip, parent_root ? &*parent_root : nullptr);
+  // A stream that fails is the backup's error (below), not an item skipped on the way.
+  const std::function<void(const SkippedItem&)> no_report;
+  BackupRun run(repo, options, progress, source.all_or_nothing() ? no_report : on_skip,
+                parent_root ? &*parent_root : nullptr);
   Id root = run.run(source);
+  if (source.all_or_nothing() && progress.errors != 0) {
+    // The chunks already stored stay in their packs for the next run to reuse.
+    throw Error(ErrorKind::kFailure, "no snapshot saved: " + run.first_skipped());
+  }
 
   BackupResult result;
   catalog::SnapshotRecord& snap = result.snapshot;

@@ -65,6 +65,9 @@ class Source {
   // Absolute paths this source covers, for the snapshot record.
   virtual std::vector<std::string> paths() const = 0;
   virtual void walk(SourceSink& sink) = 0;
+  // True for a source whose items only make sense whole (a stream): an
+  // item it cannot back up fails the backup, and no snapshot is saved.
+  virtual bool all_or_nothing() const { return false; }
 };
 
 }  // namespace keel::engine

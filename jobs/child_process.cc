@@ -36,7 +36,7 @@ int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(statu
 
 }  // namespace
 
-ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Environment& extra, bool stdout_to_stderr) {
+ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Environment& extra, int stdout_fd) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
@@ -64,10 +64,10 @@ ChildProcess ChildProcess::spawn(const std::vector<std::string>& argv, const Env
   posix_spawnattr_setsigmask(&setup.attr, &none);
   posix_spawnattr_setpgroup(&setup.attr, 0);
   posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-  if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&setup.actions, STDERR_FILENO, STDOUT_FILENO);
+  if (stdout_fd != kInheritStdout) posix_spawn_file_actions_adddup2(&setup.actions, stdout_fd, STDOUT_FILENO);
 
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, argv[0].c_str(), &setup.actions, &setup.attr, args.data(), envp.data());
+  int rc = ::posix_spawnp(&pid, argv[0].c_str(), &setup.actions, &setup.attr, args.data(), envp.data());
   if (rc != 0) throw Error(ErrorKind::kFailure, "cannot start " + argv[0] + ": " + std::strerror(rc));
   return ChildProcess(pid);
 }
@@ -86,10 +86,20 @@ ChildProcess::~ChildProcess() { kill_and_reap(); }
 void ChildProcess::kill_and_reap() noexcept {
   if (pid_ < 0 || exit_code_) return;
   ::kill(-pid_, SIGKILL);
+  reap();
+}
+
+void ChildProcess::reap() noexcept {
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   exit_code_ = exit_code_of(status);
+}
+
+int ChildProcess::wait() {
+  if (pid_ < 0) throw Error(ErrorKind::kFailure, "wait for a process that was moved away");
+  if (!exit_code_) reap();
+  return *exit_code_;
 }
 
 std::optional<int> ChildProcess::poll() {

@@ -17,10 +17,13 @@ using Environment = std::vector<std::pair<std::string, std::string>>;
 
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with this process's environment plus `extra`
-  // (which wins). With `stdout_to_stderr`, its stdout is our stderr: our
-  // stdout may carry --json output. Throws Error(kFailure) if it cannot.
-  static ChildProcess spawn(const std::vector<std::string>& argv, const Environment& extra, bool stdout_to_stderr);
+  // Starts argv[0] (a path, or a name looked up in PATH) with this process's
+  // environment plus `extra` (which wins). Its stdout is `stdout_fd` unless
+  // that is kInheritStdout (our stderr where our stdout carries --json
+  // output; a pipe's write end to read what it prints). Throws
+  // Error(kFailure) if it cannot.
+  static constexpr int kInheritStdout = -1;
+  static ChildProcess spawn(const std::vector<std::string>& argv, const Environment& extra, int stdout_fd);
 
   ChildProcess(ChildProcess&& other) noexcept
       : pid_(std::exchange(other.pid_, -1)), exit_code_(std::exchange(other.exit_code_, std::nullopt)) {}
@@ -35,12 +38,15 @@ class ChildProcess {
   // while it runs. Does not block.
   std::optional<int> poll();
   bool running() { return !poll().has_value(); }
+  // Waits for it to end; its exit code as poll() gives it.
+  int wait();
   // Sends `sig` to its process group (hooks may have children of their own).
   void signal(int sig) const;
 
  private:
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
   void kill_and_reap() noexcept;
+  void reap() noexcept;  // blocks until it ends
 
   pid_t pid_ = -1;  // -1: moved from
   std::optional<int> exit_code_;  // set once reaped

@@ -1,5 +1,7 @@
 #include "jobs/process_launcher.h"
 
+#include <unistd.h>
+
 #include <csignal>
 
 #include "util/error.h"
@@ -13,7 +15,7 @@ ProcessLauncher::ProcessLauncher(const JobStore& store, std::function<std::vecto
 void ProcessLauncher::start(const Job& job) {
   if (children_.count(job.name)) throw Error(ErrorKind::kLocked, "job " + job.name + " is running already");
   // Its output joins the scheduler's log on stderr.
-  children_.emplace(job.name, ChildProcess::spawn(command_(job), {}, true));
+  children_.emplace(job.name, ChildProcess::spawn(command_(job), {}, STDERR_FILENO));
 }
 
 std::vector<FinishedRun> ProcessLauncher::reap() {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unistd.h>
+
 #include <csignal>
 #include <thread>
 
@@ -36,7 +38,7 @@ std::string joined_paths(const std::vector<std::string>& paths) {
 // throws Error(kInterrupted) once it ended.
 int run_hook(const std::string& phase, const std::string& command, const Environment& env,
              const std::atomic<bool>* cancel) {
-  ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", command}, env, true);
+  ChildProcess child = ChildProcess::spawn({"/bin/sh", "-c", command}, env, STDERR_FILENO);
   auto pause = std::chrono::milliseconds(1);
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   while (true) {

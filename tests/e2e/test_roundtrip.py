@@ -122,6 +122,34 @@ class RoundTrip(KeelTestCase):
         with open(os.path.join(out, "db.sql"), "rb") as f:
             self.assertEqual(f.read(), data)
 
+    def test_stream_from_a_command_is_saved_only_if_the_command_succeeds(self):
+        self.init()
+        blob = self.path("dump.bin")
+        data = random.Random(4).randbytes(3 * 1024 * 1024)
+        with open(blob, "wb") as f:
+            f.write(data)
+        snap = last_json(self.keel("backup", "--json", "--stdin-from-command", "--stdin-name", "db.dump", "--",
+                                   "sh", "-c", 'cat "$0"', blob).stdout)
+        self.assertEqual(snap["bytes"], len(data))
+        out = self.path("out")
+        self.keel("restore", "latest:/db.dump", "--target", out)
+        with open(os.path.join(out, "db.dump"), "rb") as f:
+            self.assertEqual(f.read(), data)
+
+        # A dump cut short by its command's failure or death is no snapshot; the exit says so.
+        for command, cause in [('head -c 1000000 "$0"; exit 3', "exited with status 3"),
+                               ('head -c 1000000 "$0"; kill -9 $$', "exited with status 137 (signal 9)")]:
+            p = self.keel("backup", "--stdin-from-command", "--", "sh", "-c", command, blob, expect=1)
+            self.assertIn("no snapshot saved", p.stderr.decode())
+            self.assertIn(cause, p.stderr.decode())
+            self.assertNotIn("skipped", p.stderr.decode())
+        self.assertEqual(len(self.keel_json("snapshots")), 1)
+        p = self.keel("backup", "--stdin-from-command", "--", "no-such-command-here", expect=1)
+        self.assertIn("cannot start no-such-command-here", p.stderr.decode())
+        self.keel("backup", "--stdin-from-command", expect=2)
+        self.keel("backup", "--stdin", "--stdin-from-command", "--", "true", expect=2)
+        self.keel("check", "--read-data")
+
     def test_excludes(self):
         src = self.path("src")
         os.makedirs(os.path.join(src, "keep/node_modules/pkg"))

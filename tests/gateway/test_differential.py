@@ -942,7 +942,7 @@ def list_all(target, op):
         phantoms = rgw_phantom_versions(target, listed)
         if phantoms:
             op["rgw_phantom_versions"] = True
-            listed = [e for e in listed if e not in phantoms]
+            listed = renumber_listed(target, [e for e in listed if e not in phantoms])
     skipped = [e for e in after_null if e not in listed]
     if skipped:
         op["rgw_skips_after_null"] = True
@@ -978,6 +978,23 @@ def rgw_phantom_versions(target, listed):
     for e in phantoms:
         target.ordinal_of.pop(target.id_of.pop(e[1]), None)
     return phantoms
+
+
+def renumber_listed(target, listed):
+    """`listed` with the versions it showed first numbered again without the phantoms: a phantom
+    took an ordinal of this listing, which shifted those given after it (v374.1 where keel, which
+    lists no phantom, says v374) for the rest of the seed."""
+    prefix = f"v{target.operation}"
+    fresh = [(real, o) for real, o in target.ordinal_of.items() if o.split(".")[0] == prefix]
+    renamed = {}
+    for i, (real, old) in enumerate(fresh):
+        new = prefix + (f".{i}" if i else "")
+        renamed[old] = new
+        del target.id_of[old]
+    for real, old in fresh:
+        target.ordinal_of[real] = renamed[old]
+        target.id_of[renamed[old]] = real
+    return [(e[0], renamed.get(e[1], e[1])) + tuple(e[2:]) for e in listed]
 
 
 def versions_after_null(target, pages, key):

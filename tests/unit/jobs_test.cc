@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -311,21 +312,34 @@ TEST_CASE("child processes: exit codes, signals to the group, environment", "[jo
     FAIL("child did not end");
     return -1;
   };
-  ChildProcess exits = ChildProcess::spawn({"/bin/sh", "-c", "exit 3"}, {}, false);
+  ChildProcess exits = ChildProcess::spawn({"/bin/sh", "-c", "exit 3"}, {}, ChildProcess::kInheritStdout);
   CHECK(wait(exits) == 3);
   CHECK(exits.poll() == 3);  // stays known
 
   std::string out = dir.file("env");
-  ChildProcess env = ChildProcess::spawn({"/bin/sh", "-c", "echo \"$KEEL_JOB\" > " + out}, {{"KEEL_JOB", "a b"}}, true);
+  ChildProcess env = ChildProcess::spawn({"/bin/sh", "-c", "echo \"$KEEL_JOB\" > " + out}, {{"KEEL_JOB", "a b"}}, STDERR_FILENO);
   CHECK(wait(env) == 0);
   CHECK(std::string(as_chars(read_file(out))) == "a b\n");
 
   // SIGTERM reaches the shell's own children too (its process group).
-  ChildProcess sleeper = ChildProcess::spawn({"/bin/sh", "-c", "sleep 30 & wait"}, {}, false);
+  ChildProcess sleeper = ChildProcess::spawn({"/bin/sh", "-c", "sleep 30 & wait"}, {}, ChildProcess::kInheritStdout);
   std::this_thread::sleep_for(50ms);
   CHECK_FALSE(sleeper.poll().has_value());
   sleeper.signal(SIGTERM);
   CHECK(wait(sleeper) == 128 + SIGTERM);
 
-  CHECK_THROWS_AS(ChildProcess::spawn({"/no/such/program"}, {}, false), Error);
+  CHECK_THROWS_AS(ChildProcess::spawn({"/no/such/program"}, {}, ChildProcess::kInheritStdout), Error);
+  CHECK_THROWS_AS(ChildProcess::spawn({"no-such-program-in-path"}, {}, ChildProcess::kInheritStdout), Error);
+
+  // A name is looked up in PATH; its stdout can be a pipe; wait() blocks until it ends.
+  int pipe_fds[2];
+  REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+  UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  ChildProcess printer = ChildProcess::spawn({"sh", "-c", "printf piped; exit 4"}, {}, write_end.get());
+  write_end.reset();
+  char buf[16] = {};
+  CHECK(read_full(read_end.get(), std::span(reinterpret_cast<uint8_t*>(buf), sizeof buf), "pipe") == 5);
+  CHECK(std::string(buf) == "piped");
+  CHECK(printer.wait() == 4);
+  CHECK(printer.wait() == 4);
 }
