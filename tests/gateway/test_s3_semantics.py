@@ -10,6 +10,7 @@ import concurrent.futures
 import datetime
 import hashlib
 import os
+import socket
 import unittest
 import urllib.parse
 import xml.etree.ElementTree as ElementTree
@@ -608,6 +609,64 @@ class SemanticsTest(unittest.TestCase):
             self.assertEqual(self.code(lambda: s3.copy_object(Bucket=bucket, Key="copy-of-gone", **condition,
                                                               CopySource={"Bucket": bucket, "Key": "gone"})),
                              "NoSuchKey")
+
+
+    def put_cut_short(self, bucket, key, body, sent, query="", headers=None):
+        """A signed PUT of `body` that sends only `sent` bytes of it and hangs up, as a client that
+        crashes mid-upload: returns what the gateway answered (b"" when it just closed)."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        from gateway_harness import USERS
+        base = self.gateway.urls["http"]
+        target = f"/{bucket}/{urllib.parse.quote(key)}" + (f"?{query}" if query else "")
+        all_headers = {"Content-Length": str(len(body)), "x-amz-content-sha256": hashlib.sha256(body).hexdigest()}
+        all_headers.update(headers or {})
+        request = AWSRequest(method="PUT", url=base + target, headers=all_headers)
+        SigV4Auth(Credentials(*USERS["alice"]), "s3", "us-east-1").add_auth(request)
+        host, port = base.split("/")[2].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            head = f"PUT {target} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            head += "".join(f"{k}: {v}\r\n" for k, v in request.headers.items()) + "\r\n"
+            try:  # the gateway may answer and close before all of it is sent
+                conn.sendall(head.encode() + body[:sent])
+                conn.shutdown(socket.SHUT_WR)
+                return conn.recv(4096)
+            except OSError:
+                return b""
+
+    def test_a_body_cut_short_stores_nothing(self):
+        s3 = self.s3
+        bucket = self.new_bucket("cut")
+        old = os.urandom(300_000)
+        s3.put_object(Bucket=bucket, Key="k", Body=old)
+        body = os.urandom(2_000_000)
+        for sent in (0, 1_000_000, len(body) - 1):
+            answer = self.put_cut_short(bucket, "k", body, sent)
+            self.assertFalse(answer.startswith(b"HTTP/1.1 200"), answer)
+            self.assertEqual(s3.get_object(Bucket=bucket, Key="k")["Body"].read(), old)
+            self.put_cut_short(bucket, "new key", body, sent)
+            self.assertEqual(self.status(lambda: s3.head_object(Bucket=bucket, Key="new key")), 404)
+        # aws-chunked with an unsigned trailer, cut inside a chunk.
+        chunked = b"%x\r\n" % len(body) + body + b"\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n"
+        self.put_cut_short(bucket, "k", chunked, 600_000, headers={
+            "x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "Content-Encoding": "aws-chunked",
+            "x-amz-decoded-content-length": str(len(body)), "x-amz-trailer": "x-amz-checksum-crc32"})
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="k")["Body"].read(), old)
+
+        versioned = self.new_bucket("cutv")
+        s3.put_bucket_versioning(Bucket=versioned, VersioningConfiguration={"Status": "Enabled"})
+        s3.put_object(Bucket=versioned, Key="k", Body=old)
+        self.put_cut_short(versioned, "k", body, 1_500_000)
+        self.assertEqual([v["Size"] for v in s3.list_object_versions(Bucket=versioned)["Versions"]], [len(old)])
+
+        upload = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+        self.put_cut_short(bucket, "mp", body, 700_000, query=f"partNumber=1&uploadId={upload}")
+        self.assertEqual(s3.list_parts(Bucket=bucket, Key="mp", UploadId=upload).get("Parts", []), [])
+        part = s3.upload_part(Bucket=bucket, Key="mp", UploadId=upload, PartNumber=1, Body=body)
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+        self.assertEqual(s3.get_object(Bucket=bucket, Key="mp")["Body"].read(), body)
 
 
 class DedupeSemanticsTest(SemanticsTest):
