@@ -318,6 +318,14 @@ ObjectRecord S3Api::target_version(const Call& call, const Bucket& bucket) {
   return *object;
 }
 
+Response S3Api::get_object_torrent(const Call& call) {
+  const auto bucket = bucket_for(call, Access::kRead);
+  const ObjectRecord object = target_version(call, *bucket);
+  // The torrent is the missing resource: Ceph RGW answers so unless it is set up to keep torrents,
+  // and AWS has not made them since 2021.
+  throw S3Error("NoSuchKey", "no torrent is kept for '" + object.key + "': the gateway makes no torrent files");
+}
+
 Response S3Api::copy_object(const Call& call) {
   const CopySource source = parse_copy_source(call.request.header("x-amz-copy-source"));
   const S3Request source_request = [&] {

@@ -239,6 +239,7 @@ Operation route(const S3Request& r) {
   }
   if (m == "GET" && r.has_query("uploadId")) return Operation::kListParts;
   if (m == "GET" && r.has_query("attributes")) return Operation::kGetObjectAttributes;
+  if (m == "GET" && r.has_query("torrent")) return Operation::kGetObjectTorrent;
   if (m == "PUT" && r.has_query("uploadId") && r.has_query("partNumber")) {
     return copy ? Operation::kUploadPartCopy : Operation::kUploadPart;
   }
@@ -282,7 +283,7 @@ bool takes_body(Operation operation) {
 }
 
 std::string_view operation_name(Operation operation) {
-  static constexpr std::array<std::string_view, 59> kNames = {
+  static constexpr std::array<std::string_view, 60> kNames = {
       "ListBuckets", "CreateBucket", "DeleteBucket", "HeadBucket", "GetBucketLocation", "ListObjects",
       "ListObjectsV2", "DeleteObjects", "ListMultipartUploads", "PutObject", "CopyObject", "GetObject",
       "HeadObject", "DeleteObject", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
@@ -295,7 +296,7 @@ std::string_view operation_name(Operation operation) {
       "DeleteBucketOwnershipControls", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock",
       "GetBucketCors", "PutBucketCors", "DeleteBucketCors", "GetBucketEncryption", "PutBucketEncryption",
       "DeleteBucketEncryption", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration",
-      "DeleteBucketLifecycle", "PostObject"};
+      "DeleteBucketLifecycle", "PostObject", "GetObjectTorrent"};
   return kNames[static_cast<size_t>(operation)];
 }
 

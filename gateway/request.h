@@ -109,6 +109,7 @@ enum class Operation {
   kPutBucketLifecycle,
   kDeleteBucketLifecycle,
   kPostObject,  // a browser's HTML form upload (POST /bucket)
+  kGetObjectTorrent,  // answered: no torrent is kept (as Ceph RGW without torrents configured)
 };
 
 // Throws S3Error NotImplemented for S3 operations the gateway lacks (named

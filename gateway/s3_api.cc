@@ -288,6 +288,7 @@ Exchange S3Api::dispatch(Operation operation, const Call& call) {
     case Operation::kGetObjectRetention: return respond(get_retention(call));
     case Operation::kPutObjectRetention: return read_body(put_retention(call));
     case Operation::kGetObjectLegalHold: return respond(get_legal_hold(call));
+    case Operation::kGetObjectTorrent: return respond(get_object_torrent(call));
     case Operation::kPutObjectLegalHold: return read_body(put_legal_hold(call));
     case Operation::kGetObjectTagging: return respond(get_tagging(call));
     case Operation::kPutObjectTagging: return read_body(put_tagging(call));

@@ -145,6 +145,7 @@ class S3Api final : public RequestHandler {
   Response get_retention(const Call& call);
   std::unique_ptr<RequestBody> put_retention(const Call& call);
   Response get_legal_hold(const Call& call);
+  Response get_object_torrent(const Call& call);
   std::unique_ptr<RequestBody> put_legal_hold(const Call& call);
   // Access control (access_ops.cc). authorize() lets a request through when
   // the configuration gives the user `needed` access or the bucket policy

@@ -611,6 +611,16 @@ class SemanticsTest(unittest.TestCase):
                              "NoSuchKey")
 
 
+    def test_get_object_torrent_finds_no_torrent(self):
+        bucket = self.new_bucket("torrent")
+        self.s3.put_object(Bucket=bucket, Key="Avatar.mpg", Body=b"A" * 4096)
+        error = error_of(lambda: self.s3.get_object_torrent(Bucket=bucket, Key="Avatar.mpg"))
+        self.assertEqual((error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"]), (404, "NoSuchKey"))
+        self.assertIn("no torrent is kept", error["Error"]["Message"])
+        self.assertEqual(self.code(lambda: self.s3.get_object_torrent(Bucket=bucket, Key="absent")), "NoSuchKey")
+        bob = boto3_client(self.gateway, "http", user="bob")
+        self.assertEqual(self.code(lambda: bob.get_object_torrent(Bucket=bucket, Key="Avatar.mpg")), "AccessDenied")
+
     def put_cut_short(self, bucket, key, body, sent, query="", headers=None):
         """A signed PUT of `body` that sends only `sent` bytes of it and hangs up, as a client that
         crashes mid-upload: returns what the gateway answered (b"" when it just closed)."""
