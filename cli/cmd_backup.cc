@@ -56,9 +56,8 @@ int cmd_backup(App& app, const Args& args) {
   bool use_stdin = false, from_command = false, force = false, one_fs = false;
   size_t memory_mib = 256;
   po::options_description opts(
-      "keel backup [options] PATH...: store a snapshot of PATHs\n"
-      "keel backup --stdin [options]: of standard input, as one file\n"
-      "keel backup --stdin-from-command [options] -- COMMAND [ARG...]: of what COMMAND prints, as one file");
+      "keel backup [options] PATH...: store a snapshot of PATHs, of standard input (--stdin), or of what a "
+      "command prints (--stdin-from-command -- COMMAND [ARG...])");
   opts.add_options()
       ("path", po::value(&paths)->composing(), "files and directories to back up")
       ("exclude,e", po::value(&excludes)->composing(), "skip items matching this glob (repeatable)")
