@@ -1,7 +1,5 @@
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <iostream>
 #include <optional>
 
@@ -12,43 +10,10 @@
 #include "cli/number_option.h"
 #include "engine/backup.h"
 #include "engine/compress.h"
-#include "jobs/child_process.h"
+#include "jobs/command_output.h"
 #include "util/error.h"
-#include "util/fd.h"
 
 namespace keel::cli {
-namespace {
-
-// A command whose standard output is read from a pipe, started at once.
-class CommandOutput {
- public:
-  explicit CommandOutput(const std::vector<std::string>& argv) : name_(argv.front()) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe for " + name_, errno);
-    read_end_ = UniqueFd(fds[0]);
-    UniqueFd write_end(fds[1]);
-    child_.emplace(jobs::ChildProcess::spawn(argv, {}, write_end.get()));
-  }  // our copy of the write end closes here: EOF once the command's own copies close
-
-  int read_fd() const { return read_end_.get(); }
-
-  // At EOF: throws unless the command exited 0, since what it printed may be cut short.
-  void check_exit() {
-    int code = child_->wait();
-    if (code != 0) {
-      throw Error(ErrorKind::kFailure, "command " + name_ + " exited with status " + std::to_string(code) +
-                                           (code > 128 ? " (signal " + std::to_string(code - 128) + ")" : "") +
-                                           ", so its output may be incomplete");
-    }
-  }
-
- private:
-  std::string name_;
-  UniqueFd read_end_;
-  std::optional<jobs::ChildProcess> child_;
-};
-
-}  // namespace
 
 int cmd_backup(App& app, const Args& args) {
   std::vector<std::string> paths, excludes, tags;
@@ -88,7 +53,7 @@ int cmd_backup(App& app, const Args& args) {
 
   // Outlive the source, whose reader reads the pipe; a command still running when the backup
   // fails is killed.
-  std::optional<CommandOutput> command;
+  std::optional<jobs::CommandOutput> command;
   std::unique_ptr<engine::Source> source;
   if (from_command) {
     command.emplace(paths);

@@ -78,8 +78,9 @@ std::string copy_destination_password(const engine::RepositoryAccess& access) {
 
 // A copy job copies snapshots that exist; what a backup job's options choose does not apply.
 void check_copy_job(const jobs::Job& job, const po::variables_map& vm) {
-  for (const char* option : {"paths", "exclude", "tag", "memory", "append-only", "keep-last", "keep-hourly",
-                             "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-tag"}) {
+  for (const char* option : {"paths", "exclude", "stdin-from-command", "stdin-name", "tag", "memory", "append-only",
+                             "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly",
+                             "keep-tag"}) {
     if (vm.count(option) && !vm[option].defaulted()) {
       throw Error(ErrorKind::kUsage, std::string("--") + option + " is for backup jobs; a copy job (--copy-to) copies "
                                      "the snapshots --copy-host, --copy-tag and --copy-path select (forget at the "
@@ -96,6 +97,9 @@ int job_add(App& app, const Args& args) {
   opts.add_options()
       ("paths", po::value(&job.paths)->composing(), "a file or directory to back up (repeatable)")
       ("exclude,e", po::value(&job.excludes)->composing(), "skip items matching this glob (repeatable)")
+      ("stdin-from-command", po::value(&job.stream_command),
+       "in place of --paths: back up what this shell command prints, as one file; no snapshot unless it exits 0")
+      ("stdin-name", po::value(&job.stream_name)->default_value("stdin"), "file name for --stdin-from-command")
       ("tag", po::value(&job.tags)->composing(), "tag its snapshots, besides job:NAME (repeatable)")
       ("memory", count_option(&job.memory_mib, "--memory", 1, kMaxMemoryMib, "MiB")->default_value(std::to_string(job.memory_mib)), "MiB of data in flight at most")
       ("schedule", po::value(&job.schedule), "cron expression: \"0 2 * * *\", \"*/15 * * * *\", @daily, ...")
@@ -131,9 +135,13 @@ int job_add(App& app, const Args& args) {
     job.repo = app.global.repo;
     check_copy_job(job, vm);
     if (!copy_newer_than.empty()) job.copy_newer_than = parse_duration(copy_newer_than, "--copy-newer-than");
-  } else if (job.paths.empty()) {
-    throw Error(ErrorKind::kUsage, "give the job something to back up: --paths PATH");
+  } else if (job.paths.empty() == job.stream_command.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "give the job something to back up: --paths PATH or --stdin-from-command COMMAND (not both)");
+  } else if (!job.stream_command.empty() && !job.excludes.empty()) {
+    throw Error(ErrorKind::kUsage, "--exclude is for --paths; a --stdin-from-command job backs up one stream");
   }
+  if (job.stream_command.empty()) job.stream_name.clear();
   if (job.schedule.empty()) throw Error(ErrorKind::kUsage, "give the job a --schedule, e.g. \"0 2 * * *\"");
   const engine::RetentionPolicy& keep = job.retention;
   const uint64_t counts = uint64_t{keep.last} + keep.hourly + keep.daily + keep.weekly + keep.monthly + keep.yearly;
@@ -190,7 +198,8 @@ int job_add(App& app, const Args& args) {
     std::cout << j.str() << "\n";
   } else {
     const std::string what = job.is_copy() ? "copies of " + job.repo + " to " + job.copy_to
-                                           : std::to_string(job.paths.size()) + " path(s) to " + job.repo;
+                           : !job.stream_command.empty() ? "the output of '" + job.stream_command + "' to " + job.repo
+                                                         : std::to_string(job.paths.size()) + " path(s) to " + job.repo;
     app.say("added job " + job.name + ": " + what + " at '" + job.schedule + "' (" + job.time_zone + "), next run " +
             fire_text(job.next_fire()));
   }
@@ -297,8 +306,12 @@ int job_show(App& app, const Args& args) {
                          (job.copy_newer_than ? "; newer than " + human_duration(static_cast<double>(job.copy_newer_than->count())) : ""));
     row("newest copy", status.newest_copy_ns ? local_time(*status.newest_copy_ns) : "-");
   } else {
-    row("paths", list(job.paths));
-    row("excludes", list(job.excludes));
+    if (!job.stream_command.empty()) {
+      row("command", job.stream_command + " (as " + job.stream_name + ")");
+    } else {
+      row("paths", list(job.paths));
+      row("excludes", list(job.excludes));
+    }
     row("tags", list(std::vector<std::string>{job.tag()}) + (job.tags.empty() ? "" : ", " + list(job.tags)));
   }
   row("schedule", job.schedule + " (" + job.time_zone + ")");

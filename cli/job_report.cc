@@ -59,6 +59,8 @@ void job_json(Json& j, const jobs::Job& job) {
       .field("catalog", job.catalog)
       .field("paths", job.paths)
       .field("excludes", job.excludes)
+      .field("stream_command", job.stream_command)
+      .field("stream_name", job.stream_name)
       .field("tags", job.tags)
       .field("memory_mib", job.memory_mib)
       .field("schedule", job.schedule)

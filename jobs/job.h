@@ -38,6 +38,10 @@ struct Job {
   std::string catalog;
   std::vector<std::string> paths;  // absolute
   std::vector<std::string> excludes;
+  // A stream job backs up what this shell command (/bin/sh -c) prints, as the
+  // one file `stream_name`, in place of paths; no snapshot unless it exits 0.
+  std::string stream_command;
+  std::string stream_name;
   std::vector<std::string> tags;  // besides tag()
   uint64_t memory_mib = 256;      // data in flight at most (engine::BackupOptions::memory_budget)
   std::string schedule;           // cron expression (jobs/cron.h)

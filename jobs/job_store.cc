@@ -42,13 +42,19 @@ const std::vector<catalog::Migration> kMigrations = {
         "ALTER TABLE jobs ADD COLUMN copy_paths BLOB NOT NULL DEFAULT x'00'",
         "ALTER TABLE jobs ADD COLUMN copy_newer_than_seconds INTEGER",
     },
+    // 5: stream jobs (a command's output in place of paths).
+    {
+        "ALTER TABLE jobs ADD COLUMN stream_command TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE jobs ADD COLUMN stream_name TEXT NOT NULL DEFAULT ''",
+    },
 };
 
 constexpr const char* kColumns =
     "name, repo, endpoint, region, aws_profile, ca_file, virtual_hosted, password_file, catalog, paths, excludes,"
     " tags, schedule, time_zone, keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly,"
     " keep_tags, rpo_seconds, before_hook, after_hook, created_ns, handled_until_ns, memory_mib, rdma, append_only,"
-    " copy_to, copy_password_file, copy_catalog, copy_hosts, copy_tags, copy_paths, copy_newer_than_seconds";
+    " copy_to, copy_password_file, copy_catalog, copy_hosts, copy_tags, copy_paths, copy_newer_than_seconds,"
+    " stream_command, stream_name";
 
 Job read_job(Statement& s) {
   Job j;
@@ -89,6 +95,8 @@ Job read_job(Statement& s) {
   j.copy_selection.tags = decode_strings(s.column_blob(33), what + "copy tags");
   j.copy_selection.paths = decode_strings(s.column_blob(34), what + "copy paths");
   if (!s.column_is_null(35)) j.copy_newer_than = std::chrono::seconds(s.column_int64(35));
+  j.stream_command = s.column_text(36);
+  j.stream_name = s.column_text(37);
   return j;
 }
 
@@ -111,7 +119,7 @@ JobStore::~JobStore() = default;
 void JobStore::add(const Job& j) {
   StatementScope s(db_->cached(std::string("INSERT INTO jobs(") + kColumns +
                                ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                               " ?, ?, ?, ?, ?, ?, ?)"
+                               " ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                                " ON CONFLICT(name) DO NOTHING RETURNING name"));
   s->bind_text(1, j.name);
   s->bind_text(2, j.repo);
@@ -161,6 +169,8 @@ void JobStore::add(const Job& j) {
   } else {
     s->bind_null(36);
   }
+  s->bind_text(37, j.stream_command);
+  s->bind_text(38, j.stream_name);
   if (!s->step()) {
     throw Error(ErrorKind::kUsage, "a job named " + j.name + " exists already (keel job remove " + j.name + " first)");
   }

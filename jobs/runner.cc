@@ -1,16 +1,20 @@
 #include "jobs/runner.h"
 
-#include <algorithm>
-#include <chrono>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "agents/fs/fs_source.h"
+#include "agents/stdin/stdin_source.h"
 #include "engine/forget.h"
 #include "engine/repository.h"
 #include "jobs/child_process.h"
+#include "jobs/command_output.h"
 #include "util/error.h"
 #include "util/file_lock.h"
 
@@ -113,7 +117,15 @@ class JobRun {
 
   void back_up() {
     auto repo = open(job_.repo, job_.catalog, options_.password);
-    auto source = agents::fs::make_fs_source(job_.paths, agents::fs::FsOptions{.excludes = job_.excludes});
+    std::optional<CommandOutput> command;  // outlives the source that reads its pipe
+    std::unique_ptr<engine::Source> source;
+    if (!job_.stream_command.empty()) {
+      command.emplace(std::vector<std::string>{"/bin/sh", "-c", job_.stream_command});
+      source = agents::stdin_stream::make_stream_source(command->read_fd(), job_.stream_name,
+                                                        [&] { command->check_exit(); });
+    } else {
+      source = agents::fs::make_fs_source(job_.paths, agents::fs::FsOptions{.excludes = job_.excludes});
+    }
 
     engine::BackupOptions backup;
     backup.tags = {job_.tag()};

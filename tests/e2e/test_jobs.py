@@ -187,6 +187,35 @@ class JobRuns(JobTestCase):
         self.assertEqual(len(self.snapshots()), 1)
         self.assertEqual(r["run"]["snapshot"], self.snapshots()[0]["id"])
 
+    def test_stream_job_backs_up_what_its_command_prints_and_nothing_when_it_fails(self):
+        dump = self.path("dump.sql")
+        with open(dump, "wb") as f:
+            f.write(random.Random(5).randbytes(2 << 20))
+        flag = self.path("fail")
+        command = f'cat {dump}; if [ -e {flag} ]; then exit 7; fi'
+        self.keel("job", "add", "db", "--stdin-from-command", command, "--stdin-name", "app.sql",
+                  "--schedule", "@daily", "--timezone", "UTC")
+        shown = self.keel_json("job", "show", "db")["job"]
+        self.assertEqual((shown["stream_command"], shown["stream_name"], shown["paths"]), (command, "app.sql", []))
+        self.assertRegex(self.keel("job", "show", "db").stdout.decode(), r"command +" + re.escape(command) + r" \(as app.sql\)")
+        r = self.keel_json("job", "run", "db")
+        self.assertEqual((r["run"]["outcome"], r["run"]["files"]), ("success", 1))
+        out = self.path("out")
+        self.keel("restore", "latest:/app.sql", "--target", out)
+        with open(os.path.join(out, "app.sql"), "rb") as f, open(dump, "rb") as g:
+            self.assertEqual(f.read(), g.read())
+
+        open(flag, "w").close()  # the dump now ends with exit 7: as if cut short
+        r = self.keel_json("job", "run", "db", expect=FAILURE)
+        self.assertEqual(r["run"]["outcome"], "failed")
+        self.assertIn("exited with status 7", r["run"]["message"])
+        self.assertEqual(len(self.snapshots()), 1)
+
+        for bad in (["--paths", self.src, "--stdin-from-command", "true"],
+                    ["--stdin-from-command", "true", "--exclude", "*.tmp"]):
+            p = self.keel("job", "add", "bad", *bad, "--schedule", "@daily", expect=USAGE)
+            self.assertIn("stdin-from-command", p.stderr.decode())
+
     def test_missing_path_fails_with_its_exit_code(self):
         self.add("nightly")
         os.rename(self.src, self.src + ".moved")

@@ -77,6 +77,8 @@ void check_same(const Job& a, const Job& b) {
   CHECK(a.catalog == b.catalog);
   CHECK(a.paths == b.paths);
   CHECK(a.excludes == b.excludes);
+  CHECK(a.stream_command == b.stream_command);
+  CHECK(a.stream_name == b.stream_name);
   CHECK(a.tags == b.tags);
   CHECK(a.memory_mib == b.memory_mib);
   CHECK(a.schedule == b.schedule);
@@ -141,6 +143,8 @@ TEST_CASE("job store: a store from before jobs had --rdma opens with HTTP for it
     db.exec("ALTER TABLE jobs DROP COLUMN copy_tags");
     db.exec("ALTER TABLE jobs DROP COLUMN copy_paths");
     db.exec("ALTER TABLE jobs DROP COLUMN copy_newer_than_seconds");
+    db.exec("ALTER TABLE jobs DROP COLUMN stream_command");
+    db.exec("ALTER TABLE jobs DROP COLUMN stream_name");
     db.exec("PRAGMA user_version = 1");
   }
   JobStore store(path);
@@ -148,7 +152,7 @@ TEST_CASE("job store: a store from before jobs had --rdma opens with HTTP for it
   job.append_only = false;  // jobs from before --append-only delete as they always did
   check_same(store.get(job.name), job);
   catalog::Database db(path);
-  CHECK(catalog::schema_version(db) == 4);
+  CHECK(catalog::schema_version(db) == 5);
 }
 
 TEST_CASE("job store keeps every field of a job and refuses duplicates", "[jobs]") {
@@ -170,6 +174,16 @@ TEST_CASE("job store keeps every field of a job and refuses duplicates", "[jobs]
     CHECK(e.kind() == ErrorKind::kNotFound);
   }
   CHECK_FALSE(store.find("missing").has_value());
+
+  Job stream = full_job();  // a stream job: a command in place of paths
+  stream.name = "db-dump";
+  stream.paths.clear();
+  stream.excludes.clear();
+  stream.stream_command = "pg_dump 'app db' | gzip -1";
+  stream.stream_name = "app.sql.gz";
+  store.add(stream);
+  check_same(store.get(stream.name), stream);
+  store.remove(stream.name);
 
   Job other = full_job();
   other.name = "a-first";
