@@ -147,6 +147,11 @@ class KeelTestCase(unittest.TestCase):
         return prefix, keel
 
 
+def names_below(root):
+    """Every path below root, directories and files."""
+    return [os.path.join(d, n) for d, dirs, files in os.walk(root) for n in dirs + files]
+
+
 def tree_state(root, with_times=True):
     """Content and metadata of every entry below root, keyed by relative path."""
     state = {}

@@ -7,7 +7,7 @@ import os
 import subprocess
 import unittest
 
-from keelcli import ON_S3, KeelTestCase, last_json, tree_state
+from keelcli import ON_S3, KeelTestCase, last_json, names_below, tree_state
 
 MIB = 1 << 20
 
@@ -16,10 +16,6 @@ def write_file(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(data)
-
-
-def names_below(root):
-    return [os.path.join(d, n) for d, dirs, files in os.walk(root) for n in dirs + files]
 
 
 @unittest.skipIf(ON_S3, "a local file system that fills up")

@@ -7,7 +7,7 @@ import subprocess
 import time
 import unittest
 
-from keelcli import KEEL, ON_S3, KeelTestCase, last_json, tree_state
+from keelcli import KEEL, ON_S3, KeelTestCase, last_json, names_below, tree_state
 
 PARTIAL = ".keel-partial-"
 
@@ -16,10 +16,6 @@ def write_file(path, size):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(os.urandom(size))
-
-
-def names_below(root):
-    return [os.path.join(d, n) for d, dirs, files in os.walk(root) for n in dirs + files]
 
 
 def partial_files(root):

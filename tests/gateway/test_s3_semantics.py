@@ -16,7 +16,11 @@ import urllib.parse
 import xml.etree.ElementTree as ElementTree
 import zlib
 
-from gateway_harness import boto3_client, error_of, start_raw_and_dedupe, stop_all
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from gateway_harness import USERS, boto3_client, error_of, start_raw_and_dedupe, stop_all
 
 GATEWAYS = {}
 
@@ -624,10 +628,6 @@ class SemanticsTest(unittest.TestCase):
     def put_cut_short(self, bucket, key, body, sent, query="", headers=None):
         """A signed PUT of `body` that sends only `sent` bytes of it and hangs up, as a client that
         crashes mid-upload: returns what the gateway answered (b"" when it just closed)."""
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-        from botocore.credentials import Credentials
-        from gateway_harness import USERS
         base = self.gateway.urls["http"]
         target = f"/{bucket}/{urllib.parse.quote(key)}" + (f"?{query}" if query else "")
         all_headers = {"Content-Length": str(len(body)), "x-amz-content-sha256": hashlib.sha256(body).hexdigest()}
