@@ -89,6 +89,11 @@ const std::vector<Migration> kMigrations = {
     {
         "CREATE TABLE unlogged_packs(id BLOB PRIMARY KEY) WITHOUT ROWID",
     },
+    // 8: whether a full key found the pack vouched for (PackRecord::vouched).
+    // Packs indexed before stay trusted as they were.
+    {
+        "ALTER TABLE packs ADD COLUMN vouched INTEGER NOT NULL DEFAULT 1",
+    },
 };
 
 constexpr std::pair<JobOutcome, std::string_view> kJobOutcomeNames[] = {
@@ -98,7 +103,9 @@ constexpr std::pair<JobOutcome, std::string_view> kJobOutcomeNames[] = {
 
 Id column_id(Statement& s, int column) { return Id::from_bytes(s.column_blob(column)); }
 
-// id, size, xxh3, created, condemned, retain_until
+constexpr const char* kPackColumns = "id, size, xxh3, created, condemned, retain_until, vouched";
+
+// kPackColumns
 PackRecord read_pack(Statement& s) {
   PackRecord p;
   p.id = column_id(s, 0);
@@ -108,6 +115,7 @@ PackRecord read_pack(Statement& s) {
   p.created_unix = s.column_int64(3);
   if (!s.column_is_null(4)) p.condemned_unix = s.column_int64(4);
   if (!s.column_is_null(5)) p.retain_until_unix = s.column_int64(5);
+  p.vouched = s.column_int64(6) != 0;
   return p;
 }
 
@@ -289,9 +297,9 @@ class SqliteCatalog final : public Catalog {
       {
         // Adding a pack again (a rebuild) refreshes it and keeps its number.
         StatementScope s(db_.cached(
-            "INSERT INTO packs(id, size, xxh3, created, condemned, retain_until) VALUES(?, ?, ?, ?, ?, ?)"
+            "INSERT INTO packs(id, size, xxh3, created, condemned, retain_until, vouched) VALUES(?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(id) DO UPDATE SET size = excluded.size, xxh3 = excluded.xxh3, created = excluded.created,"
-            " condemned = excluded.condemned, retain_until = CASE WHEN packs.retain_until IS NULL OR"
+            " condemned = excluded.condemned, vouched = excluded.vouched, retain_until = CASE WHEN packs.retain_until IS NULL OR"
             " excluded.retain_until > packs.retain_until THEN excluded.retain_until ELSE packs.retain_until END"
             " RETURNING pack_no"));
         s->bind_blob(1, pack.id.view());
@@ -300,6 +308,7 @@ class SqliteCatalog final : public Catalog {
         s->bind_int64(4, pack.created_unix);
         bind_optional(*s, 5, pack.condemned_unix);
         bind_optional(*s, 6, pack.retain_until_unix);
+        s->bind_int64(7, pack.vouched ? 1 : 0);
         s->step();
         pack_no = s->column_int64(0);
       }
@@ -330,9 +339,17 @@ class SqliteCatalog final : public Catalog {
     return s->step();
   }
 
+  std::optional<PackRecord> find_pack(const Id& pack) override {
+    std::lock_guard lock(mutex_);
+    StatementScope s(db_.cached(std::string("SELECT ") + kPackColumns + " FROM packs WHERE id = ?"));
+    s->bind_blob(1, pack.view());
+    if (!s->step()) return std::nullopt;
+    return read_pack(*s);
+  }
+
   std::vector<PackRecord> list_packs() override {
     std::lock_guard lock(mutex_);
-    StatementScope s(db_.cached("SELECT id, size, xxh3, created, condemned, retain_until FROM packs ORDER BY pack_no"));
+    StatementScope s(db_.cached(std::string("SELECT ") + kPackColumns + " FROM packs ORDER BY pack_no"));
     std::vector<PackRecord> packs;
     while (s->step()) packs.push_back(read_pack(*s));
     return packs;
@@ -403,11 +420,12 @@ class SqliteCatalog final : public Catalog {
     return blobs;
   }
 
-  void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn) override {
+  void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn, bool vouched_only) override {
     std::lock_guard lock(mutex_);
     // Not cached: `fn` may call back into this catalog.
-    Statement s = db_.prepare(
-        "SELECT id, type FROM blobs WHERE pack_no NOT IN (SELECT pack_no FROM packs WHERE condemned IS NOT NULL)");
+    Statement s = db_.prepare(std::string("SELECT id, type FROM blobs WHERE pack_no NOT IN (SELECT pack_no FROM packs"
+                                          " WHERE condemned IS NOT NULL") +
+                              (vouched_only ? " OR vouched = 0)" : ")"));
     while (s.step()) fn(column_id(s, 0), static_cast<BlobType>(s.column_int64(1)));
   }
 
@@ -450,8 +468,8 @@ class SqliteCatalog final : public Catalog {
   std::vector<PackRecord> unlogged_packs() override {
     std::lock_guard lock(mutex_);
     StatementScope s(db_.cached(
-        "SELECT p.id, p.size, p.xxh3, p.created, p.condemned, p.retain_until FROM unlogged_packs u JOIN packs p ON p.id = u.id"
-        " ORDER BY p.pack_no"));
+        "SELECT p.id, p.size, p.xxh3, p.created, p.condemned, p.retain_until, p.vouched FROM unlogged_packs u"
+        " JOIN packs p ON p.id = u.id ORDER BY p.pack_no"));
     std::vector<PackRecord> packs;
     while (s->step()) packs.push_back(read_pack(*s));
     return packs;

@@ -27,6 +27,10 @@ struct PackRecord {
   // Object Lock repositories: until when the pack is known to be locked
   // (learned from its upload and from HEAD); empty: not known.
   std::optional<int64_t> retain_until_unix = {};
+  // Format 2: a full key checked that a full key wrote the pack (its vouch,
+  // engine/pack_vouch.h), so a full key's backups may dedupe against it.
+  // Format 1, where only full keys exist: always.
+  bool vouched = false;
 };
 
 // A blob's place in its pack. `xxh3` covers the stored (sealed) bytes, so a
@@ -55,6 +59,7 @@ class PackIndex {
   // removed. Adding a pack again (a rebuild) refreshes its entries.
   virtual void add_pack(const PackRecord& pack, std::span<const BlobRecord> blobs) = 0;
   virtual bool has_pack(const Id& pack) = 0;
+  virtual std::optional<PackRecord> find_pack(const Id& pack) = 0;
   virtual std::vector<PackRecord> list_packs() = 0;
   // Condemns a pack (since the given time) or, with nullopt, returns it to use.
   virtual void set_condemned(const Id& pack, std::optional<int64_t> since_unix) = 0;
@@ -74,10 +79,11 @@ class PackIndex {
   // Every blob indexed in the pack (copies held elsewhere too included).
   virtual std::vector<BlobRecord> blobs_in_pack(const Id& pack) = 0;
   // Every blob a backup may dedupe against (those in condemned packs are
-  // left out; a blob in several packs may come more than once): loads the
-  // engine's dedupe index. Other threads' calls wait
-  // until it returns; `fn` itself may call this catalog.
-  virtual void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn) = 0;
+  // left out, and with `vouched_only` those in packs not vouched for; a
+  // blob in several packs may come more than once): loads the engine's
+  // dedupe index. Other threads' calls wait until it returns; `fn` itself
+  // may call this catalog.
+  virtual void for_each_usable_blob(const std::function<void(const Id&, BlobType)>& fn, bool vouched_only) = 0;
   // Every location of every indexed blob, in id order, then in the order
   // the packs were indexed (prune's scan). Other
   // threads' calls wait until it returns; `fn` itself may call this catalog.

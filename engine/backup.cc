@@ -127,7 +127,7 @@ class BackupRun : public SourceSink {
         on_skip_(on_skip),
         parent_root_(parent_root),
         chunker_(repo.config().chunker, repo.keys().chunker),
-        index_(repo.catalog()),
+        index_(repo.catalog(), repo.keys()),
         chunk_budget_(options.memory_budget / 2),
         part_budget_(options.memory_budget / 2),
         read_buffers_(read_buffer_size(repo.config().chunker), read_buffer_count(repo.config(), options)),

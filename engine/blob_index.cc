@@ -2,9 +2,10 @@
 
 namespace keel::engine {
 
-BlobIndex::BlobIndex(catalog::Catalog& catalog) {
+BlobIndex::BlobIndex(catalog::Catalog& catalog, const MasterKeys& keys) {
   ids_.reserve(catalog.blob_count() + 1024);
-  catalog.for_each_usable_blob([this](const Id& id, catalog::BlobType) { ids_.insert(id); });
+  const bool vouched_only = keys.format >= 2 && keys.full();
+  catalog.for_each_usable_blob([this](const Id& id, catalog::BlobType) { ids_.insert(id); }, vouched_only);
 }
 
 bool BlobIndex::claim(const Id& id) {

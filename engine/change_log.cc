@@ -23,9 +23,30 @@ uint64_t count(Decoder& d, std::string_view what) {
   return n;
 }
 
+// Version 2 adds a vouch (pack_vouch.h) to each pack and relocation: a
+// flag byte, then the 32 bytes when it is 1.
+constexpr uint8_t kEntryVersion = 2;
+
+void encode_vouch(Encoder& e, const std::optional<Id>& vouch) {
+  e.u8(vouch ? 1 : 0);
+  if (vouch) e.id(*vouch);
+}
+
+std::optional<Id> decode_vouch(Decoder& d, uint8_t version) {
+  if (version < 2) return std::nullopt;
+  switch (d.u8()) {
+    case 0:
+      return std::nullopt;
+    case 1:
+      return d.id();
+    default:
+      d.fail("bad vouch flag");
+  }
+}
+
 Bytes encode_entry(const ChangeLogEntry& entry) {
   Encoder e;
-  e.u8(1);
+  e.u8(kEntryVersion);
   e.varint(entry.packs_added.size());
   for (const LoggedPack& p : entry.packs_added) {
     e.id(p.pack.id);
@@ -33,12 +54,14 @@ Bytes encode_entry(const ChangeLogEntry& entry) {
     e.svarint(p.pack.created_unix);
     e.varint(p.blobs.size());
     for (const catalog::BlobRecord& b : p.blobs) encode_blob_record(e, b);
+    encode_vouch(e, p.vouch);
   }
   encode_ids(e, entry.packs_removed);
   e.varint(entry.relocated.size());
-  for (const catalog::BlobLocation& l : entry.relocated) {
-    e.id(l.pack);
-    encode_blob_record(e, l.blob);
+  for (const LoggedRelocation& r : entry.relocated) {
+    e.id(r.location.pack);
+    encode_blob_record(e, r.location.blob);
+    encode_vouch(e, r.vouch);
   }
   encode_ids(e, entry.snapshots_added);
   encode_ids(e, entry.snapshots_removed);
@@ -50,7 +73,8 @@ Bytes encode_entry(const ChangeLogEntry& entry) {
 
 ChangeLogEntry decode_entry(ByteView body, const std::string& what) {
   Decoder d(body, what);
-  if (d.u8() != 1) d.fail("unsupported log entry version");
+  const uint8_t version = d.u8();
+  if (version < 1 || version > kEntryVersion) d.fail("unsupported log entry version");
   ChangeLogEntry entry;
   for (uint64_t n = count(d, "pack"); n > 0; --n) {
     LoggedPack& p = entry.packs_added.emplace_back();
@@ -58,12 +82,14 @@ ChangeLogEntry decode_entry(ByteView body, const std::string& what) {
     p.pack.size = d.varint();
     p.pack.created_unix = d.svarint();
     for (uint64_t m = count(d, "blob"); m > 0; --m) p.blobs.push_back(decode_blob_record(d));
+    p.vouch = decode_vouch(d, version);
   }
   entry.packs_removed = decode_ids(d);
   for (uint64_t n = count(d, "relocation"); n > 0; --n) {
-    catalog::BlobLocation& l = entry.relocated.emplace_back();
-    l.pack = d.id();
-    l.blob = decode_blob_record(d);
+    LoggedRelocation& r = entry.relocated.emplace_back();
+    r.location.pack = d.id();
+    r.location.blob = decode_blob_record(d);
+    r.vouch = decode_vouch(d, version);
   }
   entry.snapshots_added = decode_ids(d);
   entry.snapshots_removed = decode_ids(d);

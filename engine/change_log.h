@@ -29,6 +29,13 @@ inline constexpr std::string_view kLogPrefix = "log/";
 struct LoggedPack {
   catalog::PackRecord pack;                // id, size, created (no checksum, no condemnation)
   std::vector<catalog::BlobRecord> blobs;  // its header's records
+  std::optional<Id> vouch;                 // engine/pack_vouch.h; set by Repository::log_changes
+};
+
+// A blob of a removed pack that lives on in another.
+struct LoggedRelocation {
+  catalog::BlobLocation location;
+  std::optional<Id> vouch;  // of this one record in its pack; set by Repository::log_changes
 };
 
 struct ChangeLogEntry {
@@ -36,7 +43,7 @@ struct ChangeLogEntry {
   std::vector<Id> packs_removed;
   // Blobs of removed packs that live on in another pack: a catalog that
   // indexed them in the removed pack finds them here.
-  std::vector<catalog::BlobLocation> relocated;
+  std::vector<LoggedRelocation> relocated;
   std::vector<Id> snapshots_added;
   std::vector<Id> snapshots_removed;
   // Condemnation records (condemned/) were written or removed: read them again.

@@ -30,7 +30,7 @@ struct ChunkStore::Batch {
 
 ChunkStore::ChunkStore(std::unique_ptr<Repository> repo)
     : repo_(std::move(repo)),
-      index_(repo_->catalog()),
+      index_(repo_->catalog(), repo_->keys()),
       part_budget_(kPartsInFlight * std::max(repo_->config().part_size, repo_->target().min_part_size())),
       uploads_(kUploadThreads, 2 * kPartsInFlight),
       readers_(kReadThreads, 1024),

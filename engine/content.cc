@@ -444,7 +444,7 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
   try {
     // The pack's own header against the index's entries for this pack (not
     // for other copies of its blobs elsewhere).
-    std::vector<catalog::BlobRecord> header = read_pack_header(target_, keys_.keys(), pack.id, pack.size);
+    std::vector<catalog::BlobRecord> header = read_pack_header(target_, keys_.keys(), pack.id, pack.size).blobs;
     std::map<Id, uint64_t> in_header, in_index;
     for (const catalog::BlobRecord& b : header) in_header.emplace(b.id, b.offset);
     for (const catalog::BlobRecord& b : blobs) in_index.emplace(b.id, b.offset);
@@ -483,7 +483,9 @@ void ContentWriter::commit(const catalog::PackRecord& pack, const std::vector<ca
   index_.mark_unlogged(pack.id);  // until the command's log entry names it
   {
     std::lock_guard lock(committed_mutex_);
-    committed_.push_back(LoggedPack{catalog::PackRecord{pack.id, pack.size, {}, pack.created_unix, {}}, blobs});
+    catalog::PackRecord record{pack.id, pack.size, {}, pack.created_unix, {}};
+    record.vouched = pack.vouched;
+    committed_.push_back(LoggedPack{std::move(record), blobs, std::nullopt});
   }
   ++packs_committed_;
   pack_bytes_committed_ += pack.size;

@@ -30,7 +30,7 @@ class SnapshotCopier {
         to_(to),
         options_(options),
         progress_(progress),
-        index_(to.catalog()),
+        index_(to.catalog(), to.keys()),
         output_(to.content(), to.config().pack_size, to.config().part_size, kCopyPartsInFlight),
         writer_(output_.writer()) {}
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "engine/pack_vouch.h"
 #include "engine/sealed_object.h"
 #include "util/codec.h"
 #include "util/error.h"
@@ -69,26 +70,44 @@ constexpr std::string_view kPackMagic = "KEELPACK";
 // millions of blobs, far beyond any pack keel writes.
 constexpr uint32_t kMaxHeaderSize = 64u << 20;
 
-Bytes encode_header(const std::vector<catalog::BlobRecord>& blobs) {
+// The blob table, then (format 2, written by a full key) a section tag 1
+// and the pack's vouch (pack_vouch.h).
+constexpr uint8_t kVouchSection = 1;
+
+Bytes encode_header(const std::vector<catalog::BlobRecord>& blobs, const std::optional<Id>& vouch = std::nullopt) {
   Encoder e;
   e.varint(blobs.size());
   for (const catalog::BlobRecord& b : blobs) encode_blob_record(e, b);
+  if (vouch) {
+    e.u8(kVouchSection);
+    e.id(*vouch);
+  }
   return e.take();
 }
 
-std::vector<catalog::BlobRecord> decode_header(ByteView body, uint64_t blob_region_end, const std::string& what) {
+struct DecodedHeader {
+  std::vector<catalog::BlobRecord> blobs;
+  std::optional<Id> vouch;
+};
+
+DecodedHeader decode_header(ByteView body, uint64_t blob_region_end, const std::string& what) {
   Decoder d(body, what + " header");
   uint64_t n = d.varint();
   if (n > d.remaining() / 40) d.fail("blob count exceeds the header");
-  std::vector<catalog::BlobRecord> blobs(n);
-  for (catalog::BlobRecord& b : blobs) {
+  DecodedHeader out;
+  out.blobs.resize(n);
+  for (catalog::BlobRecord& b : out.blobs) {
     b = decode_blob_record(d);
     if (b.offset + b.stored_length > blob_region_end || b.offset > blob_region_end) {
       d.fail("blob " + b.id.short_hex() + " lies outside the pack");
     }
   }
+  if (d.remaining() > 0) {
+    if (d.u8() != kVouchSection) d.fail("unknown header section");
+    out.vouch = d.id();
+  }
   d.expect_done();
-  return blobs;
+  return out;
 }
 
 void put_u32(Bytes& out, uint32_t v) {
@@ -160,7 +179,7 @@ std::vector<catalog::BlobRecord> read_pack_index(targets::Target& target, const 
                                               "format 2) without a pack index, which a put-only key needs to index "
                                               "it: run keel migrate --format 2 again with a full key");
   }
-  return decode_header(*body, blob_region_end, what);
+  return decode_header(*body, blob_region_end, what).blobs;
 }
 
 }  // namespace
@@ -183,14 +202,19 @@ bool pack_index_intact(targets::Target& target, const Key256& index_key, const I
   }
 }
 
-std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const MasterKeys& keys, const Id& pack,
-                                                  uint64_t pack_size) {
+PackHeader read_pack_header(targets::Target& target, const MasterKeys& keys, const Id& pack, uint64_t pack_size) {
   std::string what = "pack " + pack.short_hex() + " on " + target.describe();
   PackTail tail = read_pack_tail(target, pack, pack_size, what);
-  if (tail.version >= 2) return decode_header(open_sealed(keys.index, tail.box, pack.view(), what + " header"), tail.header_start, what);
-  // Version 1: under the data key (the index key of format 1).
-  if (!keys.full()) return read_pack_index(target, keys.index, pack, tail.header_start, what);
-  return decode_header(open_sealed(keys.data, tail.box, pack.view(), what + " header"), tail.header_start, what);
+  if (tail.version >= 2) {
+    DecodedHeader h = decode_header(open_sealed(keys.index, tail.box, pack.view(), what + " header"), tail.header_start, what);
+    const bool vouched = pack_vouched(keys, pack, h.blobs, h.vouch);
+    return {std::move(h.blobs), vouched};
+  }
+  // Version 1: under the data key (the index key of format 1), which only
+  // full keys hold, so a full key wrote it.
+  if (!keys.full()) return {read_pack_index(target, keys.index, pack, tail.header_start, what), false};
+  return {decode_header(open_sealed(keys.data, tail.box, pack.view(), what + " header"), tail.header_start, what).blobs,
+          true};
 }
 
 std::optional<std::vector<catalog::BlobRecord>> read_version1_pack_header(targets::Target& target,
@@ -199,7 +223,7 @@ std::optional<std::vector<catalog::BlobRecord>> read_version1_pack_header(target
   std::string what = "pack " + pack.short_hex() + " on " + target.describe();
   PackTail tail = read_pack_tail(target, pack, pack_size, what);
   if (tail.version != 1) return std::nullopt;
-  return decode_header(open_sealed(data_key, tail.box, pack.view(), what + " header"), tail.header_start, what);
+  return decode_header(open_sealed(data_key, tail.box, pack.view(), what + " header"), tail.header_start, what).blobs;
 }
 
 struct PackWriter::OpenPack {
@@ -312,7 +336,8 @@ void PackWriter::send_part(bool last) {
 }
 
 void PackWriter::finish_pack() {
-  Bytes box = seal(keys_.header_key(), encode_header(pack_->blobs), pack_->id.view());
+  const std::optional<Id> vouch = pack_vouch(keys_.keys(), pack_->id, pack_->blobs);
+  Bytes box = seal(keys_.header_key(), encode_header(pack_->blobs, vouch), pack_->id.view());
   Bytes tail = box;
   put_u32(tail, static_cast<uint32_t>(box.size()));
   put_u32(tail, keys_.pack_version());
@@ -333,6 +358,7 @@ void PackWriter::finish_pack() {
     Hash128 digest = pack->hash.digest();
     catalog::PackRecord record{pack->id, pack->size, Bytes(digest.begin(), digest.end()),
                                static_cast<int64_t>(std::time(nullptr)), std::nullopt};
+    record.vouched = keys_.keys().format < 2 || keys_.keys().full();
     // Object Lock: what its upload locked it until, so a backup need not ask.
     if (std::optional<targets::Retention> lock = pack->upload->retention()) record.retain_until_unix = lock->until_unix;
     on_commit_(record, pack->blobs);

@@ -38,12 +38,16 @@ std::string pack_key(const Id& pack);  // "packs/3f/3fa2..."
 void encode_blob_record(Encoder& e, const catalog::BlobRecord& b);
 catalog::BlobRecord decode_blob_record(Decoder& d);
 
+struct PackHeader {
+  std::vector<catalog::BlobRecord> blobs;
+  bool vouched = false;  // as catalog::PackRecord::vouched (engine/pack_vouch.h)
+};
+
 // Reads and opens the header of a pack of `pack_size` bytes: version-2
 // packs under the index key; version-1 packs under the data key, or, for a
 // put-only key in a repository migrated to format 2, from the pack's
 // pack-index object (below). Throws Error(kIntegrity) if it does not open.
-std::vector<catalog::BlobRecord> read_pack_header(targets::Target& target, const MasterKeys& keys, const Id& pack,
-                                                  uint64_t pack_size);
+PackHeader read_pack_header(targets::Target& target, const MasterKeys& keys, const Id& pack, uint64_t pack_size);
 
 // Version-1 packs of a repository migrated to format 2 (keel migrate) keep
 // their headers under the data key, which put-only keys lack: their blob

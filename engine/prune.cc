@@ -412,10 +412,10 @@ class PruneRun {
   // The live blobs of a pack about to be deleted that this catalog indexes
   // in another pack (stored twice, by concurrent backups): a catalog that
   // indexed them in this one learns from the log where they live on.
-  void find_relocated(const catalog::PackRecord& pack, std::vector<catalog::BlobLocation>& relocated) {
+  void find_relocated(const catalog::PackRecord& pack, std::vector<LoggedRelocation>& relocated) {
     std::vector<catalog::BlobRecord> header;
     try {
-      header = read_pack_header(repo_.target(), repo_.keys(), pack.id, pack.size);
+      header = read_pack_header(repo_.target(), repo_.keys(), pack.id, pack.size).blobs;
     } catch (const Error&) {
       return;  // unreadable: nothing to tell (check reports it)
     }
@@ -424,7 +424,7 @@ class PruneRun {
       if (live_->live(b.id)) ids.push_back(b.id);
     }
     for (std::optional<catalog::BlobLocation>& loc : repo_.catalog().find_blobs(ids)) {
-      if (loc && loc->pack != pack.id) relocated.push_back(std::move(*loc));
+      if (loc && loc->pack != pack.id) relocated.push_back(LoggedRelocation{std::move(*loc), std::nullopt});
     }
   }
 

@@ -11,6 +11,7 @@
 #include "engine/condemnation.h"
 #include "engine/object_lock.h"
 #include "engine/pack.h"
+#include "engine/pack_vouch.h"
 #include "engine/public_seal.h"
 #include "engine/repository_records.h"
 #include "engine/sealed_object.h"
@@ -480,7 +481,9 @@ void Repository::save_snapshot(const catalog::SnapshotRecord& snapshot, std::vec
   for (catalog::PackRecord& left : catalog_->unlogged_packs()) {
     if (named.count(left.id)) continue;
     std::vector<catalog::BlobRecord> blobs = catalog_->blobs_in_pack(left.id);
-    packs.push_back(LoggedPack{catalog::PackRecord{left.id, left.size, {}, left.created_unix, {}}, std::move(blobs)});
+    catalog::PackRecord record{left.id, left.size, {}, left.created_unix, {}};
+    record.vouched = left.vouched;
+    packs.push_back(LoggedPack{std::move(record), std::move(blobs), std::nullopt});
   }
   ChangeLogEntry entry;
   entry.packs_added = std::move(packs);
@@ -566,13 +569,13 @@ size_t Repository::sync_with_listing() {
   size_t added = 0;
   for (const auto& [id, size] : packs_on_target) {
     if (known_packs.count(id)) continue;
-    std::optional<std::vector<catalog::BlobRecord>> header = read_pack_header_or_warn(id, size);
+    std::optional<PackHeader> header = read_pack_header_or_warn(id, size);
     if (!header) continue;  // damaged (warned)
-    const std::vector<catalog::BlobRecord>& blobs = *header;
     // The whole-pack checksum is unknown until the pack is read in full;
     // blob checksums (from the authenticated header) still guard every byte.
-    catalog_->add_pack(
-        catalog::PackRecord{id, size, {}, static_cast<int64_t>(std::time(nullptr)), condemned_since(condemned, id)}, blobs);
+    catalog::PackRecord record{id, size, {}, static_cast<int64_t>(std::time(nullptr)), condemned_since(condemned, id)};
+    record.vouched = header->vouched;
+    catalog_->add_pack(record, header->blobs);
     ++added;
   }
 
@@ -679,21 +682,29 @@ void Repository::apply_log(const std::vector<ChangeLogEntry>& entries, const Sna
   }
   for (const ChangeLogEntry& e : entries) {
     for (const LoggedPack& p : e.packs_added) {
-      if (packs_removed.count(p.pack.id) || catalog_->has_pack(p.pack.id)) continue;
+      if (packs_removed.count(p.pack.id)) continue;
       catalog::PackRecord record = p.pack;
       record.condemned_unix = condemned_since(condemned, record.id);
-      catalog_->add_pack(record, p.blobs);
+      record.vouched = pack_vouched(keys_, record.id, p.blobs, p.vouch);
+      index_pack(record, p.blobs);
     }
   }
+  // A full key of format 2 takes only the relocations a full key vouched
+  // for: a forged one could otherwise place a blob in a vouched pack. A
+  // relocation left out costs a read of the pack's header if the blob is
+  // ever read (recover_missing_pack), or a new copy if a backup meets it.
   std::map<Id, catalog::PackRecord> known;
   for (const ChangeLogEntry& e : entries) {
-    for (const catalog::BlobLocation& loc : e.relocated) {
+    for (const LoggedRelocation& r : e.relocated) {
+      const catalog::BlobLocation& loc = r.location;
       if (catalog_->find_blob(loc.blob.id)) continue;
+      const std::span<const catalog::BlobRecord> blob(&loc.blob, 1);
+      if (keys_.format >= 2 && keys_.full() && !pack_vouched(keys_, loc.pack, blob, r.vouch)) continue;
       if (known.empty()) {
         for (catalog::PackRecord& p : catalog_->list_packs()) known.emplace(p.id, std::move(p));
       }
       auto it = known.find(loc.pack);
-      if (it != known.end()) catalog_->add_pack(it->second, std::span<const catalog::BlobRecord>(&loc.blob, 1));
+      if (it != known.end()) catalog_->add_pack(it->second, blob);
     }
   }
   // The listing dropped the snapshots removed already; those the entries
@@ -756,7 +767,18 @@ void Repository::remember_log(const std::vector<std::string>& keys) {
 
 void Repository::log_changes(const ChangeLogEntry& changes) {
   if (changes.empty()) return;
-  std::string key = put_log_entry(*target_, keys_.index, changes);
+  // Vouch for what a full key's writers wrote (pack_vouch.h): the packs of
+  // this process and this host's unlogged ones are vouched for in the
+  // catalog when a full key wrote them, a relocation when its pack is.
+  ChangeLogEntry vouched = changes;
+  for (LoggedPack& p : vouched.packs_added) {
+    if (p.pack.vouched) p.vouch = pack_vouch(keys_, p.pack.id, p.blobs);
+  }
+  for (LoggedRelocation& r : vouched.relocated) {
+    std::optional<catalog::PackRecord> pack = catalog_->find_pack(r.location.pack);
+    if (pack && pack->vouched) r.vouch = pack_vouch(keys_, r.location.pack, std::span(&r.location.blob, 1));
+  }
+  std::string key = put_log_entry(*target_, keys_.index, vouched);
   std::vector<Id> logged;
   for (const LoggedPack& p : changes.packs_added) logged.push_back(p.pack.id);
   catalog_->mark_logged(logged);
@@ -784,15 +806,19 @@ void Repository::recover_missing_pack(const Id& pack, std::span<const Id> blobs)
   if (lost.empty()) return;
   for (const catalog::PackRecord& p : catalog_->list_packs()) {
     if (!reread_packs_.insert(p.id).second) continue;
-    std::vector<catalog::BlobRecord> header;
+    PackHeader header;
     try {
       header = read_pack_header(*target_, keys_, p.id, p.size);
     } catch (const Error&) {
       continue;  // damaged or gone too: check reports it
     }
     bool holds = false;
-    for (const catalog::BlobRecord& b : header) holds = lost.erase(b.id) > 0 || holds;
-    if (holds) catalog_->add_pack(p, header);
+    for (const catalog::BlobRecord& b : header.blobs) holds = lost.erase(b.id) > 0 || holds;
+    if (holds) {
+      catalog::PackRecord record = p;
+      record.vouched = header.vouched;
+      index_pack(record, header.blobs);
+    }
     if (lost.empty()) return;
   }
 }
@@ -837,7 +863,15 @@ std::optional<catalog::SnapshotRecord> read_snapshot_object(targets::Target& tar
 
 // A pack whose header does not authenticate is left out of the index (its
 // blobs are read from other copies, if any) instead of failing the sync.
-std::optional<std::vector<catalog::BlobRecord>> Repository::read_pack_header_or_warn(const Id& pack, uint64_t size) {
+void Repository::index_pack(const catalog::PackRecord& pack, std::span<const catalog::BlobRecord> blobs) {
+  if (std::optional<catalog::PackRecord> known = catalog_->find_pack(pack.id)) {
+    if (known->vouched || !pack.vouched) return;
+    catalog_->remove_pack(pack.id);
+  }
+  catalog_->add_pack(pack, blobs);
+}
+
+std::optional<PackHeader> Repository::read_pack_header_or_warn(const Id& pack, uint64_t size) {
   try {
     return read_pack_header(*target_, keys_, pack, size);
   } catch (const Error& e) {

@@ -170,7 +170,11 @@ class Repository {
   static constexpr size_t kHeadsBeforeListing = 8;
   void recover_missing_pack(const Id& pack, std::span<const Id> blobs);
   std::optional<catalog::SnapshotRecord> read_snapshot_or_warn(const Id& id);
-  std::optional<std::vector<catalog::BlobRecord>> read_pack_header_or_warn(const Id& pack, uint64_t size);
+  std::optional<PackHeader> read_pack_header_or_warn(const Id& pack, uint64_t size);
+  // Adds a pack that another writer wrote. One indexed before without a
+  // vouch (pack_vouch.h) whose records now come vouched is indexed afresh:
+  // its earlier records may have come from a forged log entry.
+  void index_pack(const catalog::PackRecord& pack, std::span<const catalog::BlobRecord> blobs);
   void cache_trees_or_warn(const catalog::SnapshotRecord& snapshot);
 
   std::unique_ptr<targets::Target> target_;

@@ -169,7 +169,7 @@ TEST_CASE("a content writer commits each pack's blobs to the index", "[content]"
     // Data and trees never share a pack; the header agrees with the index.
     CHECK(std::all_of(blobs.begin(), blobs.end(), [&](auto& b) { return b.type == blobs.front().type; }));
     types.insert(blobs.front().type);
-    CHECK(read_pack_header(*s.target, s.keys, p.id, p.size).size() == blobs.size());
+    CHECK(read_pack_header(*s.target, s.keys, p.id, p.size).blobs.size() == blobs.size());
     indexed += blobs.size();
   }
   CHECK(indexed == s.ids.size());
@@ -198,7 +198,7 @@ TEST_CASE("a pack streams out in aligned parts of exactly the part size, blobs s
       offset += parts[i].size;
     }
     CHECK(offset == p.size);
-    CHECK(read_pack_header(*s.target, s.keys, p.id, p.size).size() == s.index->blobs_in_pack(p.id).size());
+    CHECK(read_pack_header(*s.target, s.keys, p.id, p.size).blobs.size() == s.index->blobs_in_pack(p.id).size());
   }
   for (size_t i = 0; i < s.ids.size(); ++i) CHECK(s.content.read(s.ids[i]) == s.plain[i]);
 }

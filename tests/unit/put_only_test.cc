@@ -474,15 +474,15 @@ TEST_CASE("reads verify each chunk against its id and read a false copy around",
   }
 }
 
-TEST_CASE("a false copy stored before the data it names: the loss is named, and the next backup heals it",
-          "[put-only][read]") {
-  // The attack no read-time check can undo: a put-only key computes the id
-  // of data another host will back up (a shared file), stores garbage under
-  // it first, and that host's backup deduplicates against it. Its restore
-  // must fail naming the file (never restore the garbage), check --read-data
-  // must name the copy, repair must move it aside, and the next backup of
-  // the same, unchanged file must store the real chunk, which mends the
-  // earlier snapshot too (snapshots name chunks by id, not by pack).
+TEST_CASE("a false copy stored before the data it names: a full key stores the real one", "[put-only][read][vouch]") {
+  // The attack no read-time check can undo alone: a put-only key computes
+  // the id of data another host will back up (a shared file) and stores
+  // garbage under it first. A full key's backup must not deduplicate
+  // against a pack no full key vouched for (engine/pack_vouch.h): it stores
+  // the real chunk, so every file restores byte for byte; check --read-data
+  // names the false copy and repair moves it aside, losing nothing. Before
+  // vouching, the backup deduplicated against the forgery and the restore
+  // failed the shared file.
   test::TempDir dir("keel-put-only-first");
   PutOnlyRepository repo(dir);
   auto& store = repo.store;
@@ -490,8 +490,34 @@ TEST_CASE("a false copy stored before the data it names: the loss is named, and 
   std::filesystem::create_directories(src);
   const Bytes shared = test::random_bytes(150'000, 77);  // one chunk: under the minimum chunk size
   const Bytes own = test::random_bytes(90'000, 78);
-  write_file(src + "/shared", shared);
   write_file(src + "/own", own);
+
+  auto& owner = repo.full;
+  auto backup = [&] {
+    auto source = agents::fs::make_fs_source({src}, {});
+    BackupProgress progress;
+    return run_backup(*owner, *source, BackupOptions{}, progress, [](const SkippedItem&) {});
+  };
+  auto restore = [&](const catalog::SnapshotRecord& snapshot, const std::string& into) {
+    RestoreOptions options;
+    options.target_dir = dir.file(into);
+    RestoreProgress progress;
+    return run_restore(*owner, snapshot, options, progress);
+  };
+  // The owner's first backup (before the shared file exists): its packs and
+  // their vouches are in the log, which the put-only key can read.
+  backup();
+  std::vector<LoggedPack> owner_packs;
+  for (const std::string& key : list_log_keys(owner->target())) {
+    if (auto entry = read_log_entry(owner->target(), owner->keys().index, key)) {
+      for (const LoggedPack& p : entry->packs_added) owner_packs.push_back(p);
+    }
+  }
+  REQUIRE_FALSE(owner_packs.empty());
+  for (const LoggedPack& p : owner_packs) {
+    CHECK(p.vouch.has_value());
+    CHECK(owner->catalog().find_pack(p.pack.id)->vouched);
+  }
 
   auto put = Repository::open(targets::memory::open_memory_target(store), {"put", dir.file("put.db")});
   catalog::BlobLocation target;
@@ -501,48 +527,62 @@ TEST_CASE("a false copy stored before the data it names: the loss is named, and 
   const std::vector<Id> written = write_false_copies(*put, {target});
   REQUIRE(written.size() == 1);
   const Id forged = written.front();
+  // Vouches copied from the owner's entry: onto a claim of the false pack,
+  // and onto a relocation of the chunk into one of the owner's packs.
+  {
+    const LoggedPack& real = owner_packs.front();
+    ChangeLogEntry entry;
+    LoggedPack claim;
+    claim.pack = catalog::PackRecord{forged, store->objects().at(pack_key(forged)).size(), {}, 0, {}};
+    catalog::BlobRecord false_record = target.blob;
+    false_record.offset = kPackPreambleSize;
+    claim.blobs = {false_record};
+    claim.vouch = real.vouch;
+    entry.packs_added.push_back(claim);
+    catalog::BlobRecord relocated = real.blobs.front();
+    relocated.id = target.blob.id;
+    entry.relocated.push_back(LoggedRelocation{catalog::BlobLocation{real.pack.id, relocated}, real.vouch});
+    put_log_entry(put->target(), put->keys().index, entry);
+  }
 
-  auto& owner = repo.full;
-  auto backup = [&] {
-    auto source = agents::fs::make_fs_source({src}, {});
-    BackupProgress progress;
-    return run_backup(*owner, *source, BackupOptions{}, progress, [](const SkippedItem&) {}).snapshot;
-  };
-  auto restore = [&](const catalog::SnapshotRecord& snapshot, const std::string& into) {
-    RestoreOptions options;
-    options.target_dir = dir.file(into);
-    RestoreProgress progress;
-    return run_restore(*owner, snapshot, options, progress);
-  };
-  const catalog::SnapshotRecord first = backup();
-  REQUIRE(owner->catalog().find_blob(target.blob.id)->pack == forged);  // deduplicated against the forgery
+  write_file(src + "/shared", shared);
+  const BackupResult first = backup();
+  // Stored again, in a pack of the owner's, not deduplicated against the forgery.
+  CHECK(first.snapshot.stats.chunks_added >= 1);
+  CHECK_FALSE(owner->catalog().find_pack(forged)->vouched);
+  bool real_copy = false;
+  for (const catalog::BlobLocation& copy : owner->catalog().find_blob_copies(target.blob.id)) {
+    if (copy.pack != forged) real_copy = real_copy || owner->catalog().find_pack(copy.pack)->vouched;
+  }
+  CHECK(real_copy);
 
-  const RestoreResult lost = restore(first, "lost");
-  CHECK(lost.files_verified == 1);  // "own"
-  REQUIRE(lost.failures.size() == 1);
-  CHECK(lost.failures.front().path.ends_with("/shared"));
-  CHECK(lost.failures.front().damaged());
-  CHECK_FALSE(std::filesystem::exists(dir.file("lost") + src + "/shared"));
+  // A second full-key host with a fresh catalog (a full listing: every
+  // header read) vouches for the owner's packs and not for the forgery.
+  {
+    auto other = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("other.db")});
+    for (const catalog::PackRecord& p : other->catalog().list_packs()) {
+      INFO(p.id.hex());
+      CHECK(p.vouched == (p.id != forged));
+    }
+  }
+
+  const RestoreResult restored = restore(first.snapshot, "restored");
+  CHECK(restored.failures.empty());
+  CHECK(restored.files_verified == 2);
+  CHECK(read_file(dir.file("restored") + src + "/shared") == shared);
 
   const CheckResult check = run_check(*owner, CheckOptions{.read_data = true});
-  REQUIRE_FALSE(check.problems.empty());
   CHECK(std::any_of(check.problems.begin(), check.problems.end(), [&](const CheckProblem& p) {
     return p.message.find("pack " + forged.hex()) != std::string::npos &&
            p.message.find("does not hash to its id") != std::string::npos;
   }));
   const RepairResult repaired = repair(*owner, RepairOptions{});
-  CHECK(repaired.blobs_lost == 1);
+  CHECK(repaired.blobs_lost == 0);
   CHECK(store->objects().count(pack_key(forged)) == 0);
-
-  const catalog::SnapshotRecord second = backup();  // nothing changed in src
-  for (const auto& [snapshot, into] : {std::pair{first, "healed-first"}, std::pair{second, "second"}}) {
-    INFO(into);
-    const RestoreResult healed = restore(snapshot, into);
-    CHECK(healed.failures.empty());
-    CHECK(healed.files_verified == 2);
-    CHECK(read_file(dir.file(into) + src + "/shared") == shared);
-  }
   CHECK(run_check(*owner, CheckOptions{.read_data = true}).problems.empty());
+  const RestoreResult again = restore(first.snapshot, "again");
+  CHECK(again.failures.empty());
+  CHECK(read_file(dir.file("again") + src + "/shared") == shared);
 }
 
 TEST_CASE("a forged change-log entry hides no snapshot and drops no pack", "[put-only][log]") {
