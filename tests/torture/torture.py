@@ -185,7 +185,7 @@ class Torture:
 
     def setup(self):
         rc, out, err, _ = self.run(0, "-", ["init", "--chunk-min", "16", "--chunk-avg", "64", "--chunk-max", "256",
-                                            "--pack-size", "1"])
+                                            "--pack-size", "1", "--format", str(self.args.format)])
         if rc != 0:
             raise SystemExit(f"keel init failed ({rc}): {err}")
 
@@ -604,6 +604,8 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--ops", type=int, default=3, help="operations per host per round")
     ap.add_argument("--target", choices=["local", "s3"], default="local")
+    ap.add_argument("--format", type=int, choices=[1, 2], default=1,
+                    help="repository format (2: blob keys per writer, vouched packs, docs/repository-format.md)")
     ap.add_argument("--faults", action="store_true", help="s3: through tests/s3/fault_proxy.py (503s, resets, truncations)")
     ap.add_argument("--kill-rate", type=float, default=0.25, help="share of operations SIGKILLed at a random moment")
     ap.add_argument("--host-bytes", type=int, default=4 << 20, help="a host's source tree stays under this")
