@@ -99,7 +99,7 @@ ByteView Content::open(const catalog::BlobLocation& copy, ByteView range, uint64
     StageTimer timer(cpu, Stage::kRead);
     stored = checked(target_, copy.pack, copy.blob, range, range_offset);
   }
-  const Key256 opener = key ? *key : keys_.blob_key(copy.pack);
+  const Key256 opener = key ? *key : keys_.blob_key(copy.pack).key;
   return open_checked(opener, target_, copy.pack, copy.blob, stored, lane.raw, lane.scratch, cpu);
 }
 
@@ -125,9 +125,9 @@ ByteView Content::handed_on(const catalog::BlobLocation& copy, ByteView plain, O
   return buf.resealed;
 }
 
-void Content::deliver_batch(Batch& batch, BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu) {
+void Content::deliver_batch(Batch& batch, BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu, bool verify) {
   if (batch.size == 0) return;
-  const std::array<bool, kVerifyLanes> bad = false_copies(batch, cpu);
+  const std::array<bool, kVerifyLanes> bad = verify ? false_copies(batch, cpu) : std::array<bool, kVerifyLanes>{};
   const size_t n = std::exchange(batch.size, 0);
   for (size_t k = 0; k < n; ++k) {
     const catalog::BlobLocation& copy = *batch.copies[k];
@@ -151,11 +151,12 @@ ByteView Content::read_copy(const catalog::BlobLocation& copy, BlobForm form, Bu
     StageTimer timer(cpu, Stage::kRead);
     return checked(target_, copy.pack, copy.blob, buf.sealed, copy.blob.offset);
   }
+  const BlobKey key = keys_.blob_key(copy.pack);
   Batch one;
   one.copies[0] = &copy;
-  one.plains[0] = open(copy, buf.sealed, copy.blob.offset, buf.lanes[0], nullptr, cpu);
+  one.plains[0] = open(copy, buf.sealed, copy.blob.offset, buf.lanes[0], &key.key, cpu);
   one.size = 1;
-  if (false_copies(one, cpu)[0]) throw false_copy(target_, copy);
+  if (!key.authentic && false_copies(one, cpu)[0]) throw false_copy(target_, copy);
   return handed_on(copy, one.plains[0], buf.lanes[0], form, buf);
 }
 
@@ -228,15 +229,19 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
   // Format 1 hands copies on as stored: a false one needs the data key,
   // which only full keys hold.
   const bool opens = form == BlobForm::kOpened || keys_.reseal_copies();
-  std::optional<Key256> key;  // the pack's blob key, looked up once per range
+  std::optional<BlobKey> key;  // the pack's blob key, looked up once per range
+  bool verify = true;          // unless that key is authentic
   Batch batch;
   size_t batch_bytes = 0;
   for (size_t i : range.blobs) {
     ByteView stored;
     try {
       if (opens) {
-        if (!key) key = keys_.blob_key(range.pack);
-        const ByteView plain = open(blobs[i], data, range.offset, buf.lanes[batch.size], &*key, cpu);
+        if (!key) {
+          key = keys_.blob_key(range.pack);
+          verify = !key->authentic;
+        }
+        const ByteView plain = open(blobs[i], data, range.offset, buf.lanes[batch.size], &key->key, cpu);
         batch.copies[batch.size] = &blobs[i];
         batch.indexes[batch.size] = i;
         batch.plains[batch.size++] = plain;
@@ -246,7 +251,7 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
         stored = checked(target_, range.pack, blobs[i].blob, data, range.offset);
       }
     } catch (const Error& e) {
-      deliver_batch(batch, form, sink, buf, cpu);  // the blobs before it first, in order
+      deliver_batch(batch, form, sink, buf, cpu, verify);  // the blobs before it first, in order
       if (e.kind() == ErrorKind::kIntegrity) {
         deliver_elsewhere(blobs[i], e, form, sink, i, cpu);
       } else {
@@ -257,10 +262,10 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
     if (!opens) {
       sink.deliver(i, stored);
     } else if (batch.size == kVerifyLanes || batch_bytes >= kVerifyBatchBytes) {
-      deliver_batch(batch, form, sink, buf, cpu);
+      deliver_batch(batch, form, sink, buf, cpu, verify);
     }
   }
-  deliver_batch(batch, form, sink, buf, cpu);
+  deliver_batch(batch, form, sink, buf, cpu, verify);
   return data.size();
 }
 
@@ -376,7 +381,7 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
   std::optional<Key256> blob_key;
   if (keys_.keys().full()) {
     try {
-      blob_key = keys_.blob_key(pack.id);
+      blob_key = keys_.blob_key(pack.id).key;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kIntegrity) throw;
       out.problems.push_back(e.what());

@@ -6,7 +6,10 @@
 //            against its keyed id, or handed on still sealed; a copy that
 //            fails (damaged, or false: written under a real id with other
 //            content by a put-only or stolen key) is read around from the
-//            blob's other copies, with a warning naming its pack
+//            blob's other copies, with a warning naming its pack. Blobs of
+//            a pack whose blob key is authentic (the data key, or a key a
+//            full key vouched for: pack_keys.h) are not hashed again: only
+//            a full key can have sealed them. scrub() hashes every blob.
 //   writing  sealed blobs -> packs streamed to the target -> each pack's
 //            index entries committed to the catalog once the target has it
 //
@@ -163,9 +166,10 @@ class Content {
   // real id with other content by a put-only or stolen key authenticates;
   // only its id tells it apart).
   std::array<bool, kVerifyLanes> false_copies(const Batch& batch, StageCpu* cpu);
-  // The batch verified and each blob handed to `sink` in order (a false
-  // copy read from another); leaves it empty.
-  void deliver_batch(Batch& batch, BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu);
+  // The batch verified (unless its pack's blob key is authentic, pack_keys.h)
+  // and each blob handed to `sink` in order (a false copy read from
+  // another); leaves it empty.
+  void deliver_batch(Batch& batch, BlobForm form, BlobSink& sink, Buffers& buf, StageCpu* cpu, bool verify);
   // What `form` hands on of a verified blob opened into `lane`: the plaintext,
   // or (format 2) the blob sealed again under this process's key.
   ByteView handed_on(const catalog::BlobLocation& copy, ByteView plain, Opened& lane, BlobForm form, Buffers& buf);

@@ -12,9 +12,6 @@ namespace keel::engine {
 namespace {
 
 Id vouch_of(const Key256& data_key, const Id& pack, std::span<const catalog::BlobRecord> blobs) {
-  const Id vouch_key_id = keyed_id(data_key, as_bytes(std::string_view("keel pack vouch key")));
-  Key256 vouch_key;
-  std::copy(vouch_key_id.view().begin(), vouch_key_id.view().end(), vouch_key.begin());
   std::vector<catalog::BlobRecord> sorted(blobs.begin(), blobs.end());
   std::sort(sorted.begin(), sorted.end(), [](const catalog::BlobRecord& a, const catalog::BlobRecord& b) {
     return a.offset != b.offset ? a.offset < b.offset : a.id < b.id;
@@ -24,10 +21,17 @@ Id vouch_of(const Key256& data_key, const Id& pack, std::span<const catalog::Blo
   e.id(pack);
   e.varint(sorted.size());
   for (const catalog::BlobRecord& b : sorted) encode_blob_record(e, b);
-  return keyed_id(vouch_key, e.take());
+  return keyed_id(vouch_key(data_key), e.take());
 }
 
 }  // namespace
+
+Key256 vouch_key(const Key256& data_key) {
+  const Id id = keyed_id(data_key, as_bytes(std::string_view("keel pack vouch key")));
+  Key256 key;
+  std::copy(id.view().begin(), id.view().end(), key.begin());
+  return key;
+}
 
 std::optional<Id> pack_vouch(const MasterKeys& keys, const Id& pack, std::span<const catalog::BlobRecord> blobs) {
   if (keys.format < 2 || !keys.full()) return std::nullopt;

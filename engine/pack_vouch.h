@@ -25,6 +25,10 @@
 
 namespace keel::engine {
 
+// HMAC-SHA-256(data key, "keel pack vouch key"): what full keys vouch with
+// (also for pack preambles, engine/pack_keys.h).
+Key256 vouch_key(const Key256& data_key);
+
 // The vouch a writer holding `keys` puts on a pack with these blobs: only
 // full keys of format 2 make one.
 std::optional<Id> pack_vouch(const MasterKeys& keys, const Id& pack, std::span<const catalog::BlobRecord> blobs);
