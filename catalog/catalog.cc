@@ -89,8 +89,9 @@ const std::vector<Migration> kMigrations = {
     {
         "CREATE TABLE unlogged_packs(id BLOB PRIMARY KEY) WITHOUT ROWID",
     },
-    // 8: whether a full key found the pack vouched for (PackRecord::vouched).
-    // Packs indexed before stay trusted as they were.
+    // 8: whether a full key found the pack vouched for: 1 vouched, 0 not,
+    // 2 not judged (PackRecord::vouched, judged). Packs indexed before stay
+    // trusted as they were.
     {
         "ALTER TABLE packs ADD COLUMN vouched INTEGER NOT NULL DEFAULT 1",
     },
@@ -104,6 +105,8 @@ constexpr std::pair<JobOutcome, std::string_view> kJobOutcomeNames[] = {
 Id column_id(Statement& s, int column) { return Id::from_bytes(s.column_blob(column)); }
 
 constexpr const char* kPackColumns = "id, size, xxh3, created, condemned, retain_until, vouched";
+// packs.vouched
+constexpr int64_t kNotVouched = 0, kVouched = 1, kNotJudged = 2;
 
 // kPackColumns
 PackRecord read_pack(Statement& s) {
@@ -115,7 +118,8 @@ PackRecord read_pack(Statement& s) {
   p.created_unix = s.column_int64(3);
   if (!s.column_is_null(4)) p.condemned_unix = s.column_int64(4);
   if (!s.column_is_null(5)) p.retain_until_unix = s.column_int64(5);
-  p.vouched = s.column_int64(6) != 0;
+  p.vouched = s.column_int64(6) == kVouched;
+  p.judged = s.column_int64(6) != kNotJudged;
   return p;
 }
 
@@ -308,7 +312,7 @@ class SqliteCatalog final : public Catalog {
         s->bind_int64(4, pack.created_unix);
         bind_optional(*s, 5, pack.condemned_unix);
         bind_optional(*s, 6, pack.retain_until_unix);
-        s->bind_int64(7, pack.vouched ? 1 : 0);
+        s->bind_int64(7, pack.vouched ? kVouched : pack.judged ? kNotVouched : kNotJudged);
         s->step();
         pack_no = s->column_int64(0);
       }
@@ -425,7 +429,7 @@ class SqliteCatalog final : public Catalog {
     // Not cached: `fn` may call back into this catalog.
     Statement s = db_.prepare(std::string("SELECT id, type FROM blobs WHERE pack_no NOT IN (SELECT pack_no FROM packs"
                                           " WHERE condemned IS NOT NULL") +
-                              (vouched_only ? " OR vouched = 0)" : ")"));
+                              (vouched_only ? " OR vouched != " + std::to_string(kVouched) + ")" : ")"));
     while (s.step()) fn(column_id(s, 0), static_cast<BlobType>(s.column_int64(1)));
   }
 

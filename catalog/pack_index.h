@@ -31,6 +31,10 @@ struct PackRecord {
   // engine/pack_vouch.h), so a full key's backups may dedupe against it.
   // Format 1, where only full keys exist: always.
   bool vouched = false;
+  // False where a put-only key indexed the pack: it cannot check a vouch,
+  // so a full key that opens the catalog next judges the pack from its
+  // header (Repository::judge_packs).
+  bool judged = true;
 };
 
 // A blob's place in its pack. `xxh3` covers the stored (sealed) bytes, so a

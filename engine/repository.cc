@@ -449,6 +449,7 @@ std::unique_ptr<Repository> Repository::open(std::unique_ptr<targets::Target> ta
     repo->replace_damaged_catalog(e);
     repo->follow_log();
   }
+  repo->judge_packs();
   // History exists only in catalogs: a replaced one takes it from a copy.
   if (repo->catalog_replaced_) import_newest_history(*repo);
   return repo;
@@ -575,7 +576,7 @@ size_t Repository::sync_with_listing() {
     // blob checksums (from the authenticated header) still guard every byte.
     catalog::PackRecord record{id, size, {}, static_cast<int64_t>(std::time(nullptr)), condemned_since(condemned, id)};
     record.vouched = header->vouched;
-    catalog_->add_pack(record, header->blobs);
+    index_pack(record, header->blobs);
     ++added;
   }
 
@@ -863,12 +864,29 @@ std::optional<catalog::SnapshotRecord> read_snapshot_object(targets::Target& tar
 
 // A pack whose header does not authenticate is left out of the index (its
 // blobs are read from other copies, if any) instead of failing the sync.
-void Repository::index_pack(const catalog::PackRecord& pack, std::span<const catalog::BlobRecord> blobs) {
+void Repository::index_pack(catalog::PackRecord pack, std::span<const catalog::BlobRecord> blobs) {
+  pack.judged = keys_.format < 2 || keys_.full();
   if (std::optional<catalog::PackRecord> known = catalog_->find_pack(pack.id)) {
     if (known->vouched || !pack.vouched) return;
     catalog_->remove_pack(pack.id);
   }
   catalog_->add_pack(pack, blobs);
+}
+
+void Repository::judge_packs() {
+  if (keys_.format < 2 || !keys_.full()) return;
+  for (catalog::PackRecord& pack : catalog_->list_packs()) {
+    if (pack.judged) continue;
+    std::optional<PackHeader> header = read_pack_header_or_warn(pack.id, pack.size);
+    if (!header) continue;  // damaged (warned): it stays unjudged, and not vouched
+    pack.judged = true;
+    if (header->vouched) {
+      pack.vouched = true;
+      index_pack(pack, header->blobs);  // its records afresh: a put-only key may have taken them from a forged entry
+    } else {
+      catalog_->add_pack(pack, header->blobs);  // refreshed in place: cached trees of a put-only host's packs stay
+    }
+  }
 }
 
 std::optional<PackHeader> Repository::read_pack_header_or_warn(const Id& pack, uint64_t size) {

@@ -174,7 +174,13 @@ class Repository {
   // Adds a pack that another writer wrote. One indexed before without a
   // vouch (pack_vouch.h) whose records now come vouched is indexed afresh:
   // its earlier records may have come from a forged log entry.
-  void index_pack(const catalog::PackRecord& pack, std::span<const catalog::BlobRecord> blobs);
+  void index_pack(catalog::PackRecord pack, std::span<const catalog::BlobRecord> blobs);
+  // A full key of format 2 judges, from their headers, the packs a put-only
+  // key indexed into this catalog (it cannot check vouches): one header
+  // read per such pack, once. Without it, a host that used both kinds of
+  // key with one catalog would store again whatever the put-only key had
+  // indexed.
+  void judge_packs();
   void cache_trees_or_warn(const catalog::SnapshotRecord& snapshot);
 
   std::unique_ptr<targets::Target> target_;

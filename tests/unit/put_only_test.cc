@@ -482,7 +482,8 @@ TEST_CASE("a false copy stored before the data it names: a full key stores the r
   // the real chunk, so every file restores byte for byte; check --read-data
   // names the false copy and repair moves it aside, losing nothing. Before
   // vouching, the backup deduplicated against the forgery and the restore
-  // failed the shared file.
+  // failed the shared file. A catalog the put-only key kept is judged by
+  // the next full key that opens it.
   test::TempDir dir("keel-put-only-first");
   PutOnlyRepository repo(dir);
   auto& store = repo.store;
@@ -562,6 +563,17 @@ TEST_CASE("a false copy stored before the data it names: a full key stores the r
     auto other = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("other.db")});
     for (const catalog::PackRecord& p : other->catalog().list_packs()) {
       INFO(p.id.hex());
+      CHECK(p.vouched == (p.id != forged));
+    }
+  }
+  // The put-only key's catalog indexed the owner's packs without judging
+  // them; a full key that opens that catalog next judges them by their headers.
+  for (const LoggedPack& p : owner_packs) CHECK_FALSE(put->catalog().find_pack(p.pack.id)->judged);
+  {
+    auto shared = Repository::open(targets::memory::open_memory_target(store), {"full", dir.file("put.db")});
+    for (const catalog::PackRecord& p : shared->catalog().list_packs()) {
+      INFO(p.id.hex());
+      CHECK(p.judged);
       CHECK(p.vouched == (p.id != forged));
     }
   }
