@@ -93,14 +93,13 @@ Content::Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& in
     : target_(target), keys_(keys), index_(index) {}
 
 ByteView Content::open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
-                       const Key256* key, StageCpu* cpu) {
+                       const Key256& key, StageCpu* cpu) {
   ByteView stored;
   {
     StageTimer timer(cpu, Stage::kRead);
     stored = checked(target_, copy.pack, copy.blob, range, range_offset);
   }
-  const Key256 opener = key ? *key : keys_.blob_key(copy.pack).key;
-  return open_checked(opener, target_, copy.pack, copy.blob, stored, lane.raw, lane.scratch, cpu);
+  return open_checked(key, target_, copy.pack, copy.blob, stored, lane.raw, lane.scratch, cpu);
 }
 
 std::array<bool, Content::kVerifyLanes> Content::false_copies(const Batch& batch, StageCpu* cpu) {
@@ -154,7 +153,7 @@ ByteView Content::read_copy(const catalog::BlobLocation& copy, BlobForm form, Bu
   const BlobKey key = keys_.blob_key(copy.pack);
   Batch one;
   one.copies[0] = &copy;
-  one.plains[0] = open(copy, buf.sealed, copy.blob.offset, buf.lanes[0], &key.key, cpu);
+  one.plains[0] = open(copy, buf.sealed, copy.blob.offset, buf.lanes[0], key.key, cpu);
   one.size = 1;
   if (!key.authentic && false_copies(one, cpu)[0]) throw false_copy(target_, copy);
   return handed_on(copy, one.plains[0], buf.lanes[0], form, buf);
@@ -241,7 +240,7 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
           key = keys_.blob_key(range.pack);
           verify = !key->authentic;
         }
-        const ByteView plain = open(blobs[i], data, range.offset, buf.lanes[batch.size], &key->key, cpu);
+        const ByteView plain = open(blobs[i], data, range.offset, buf.lanes[batch.size], key->key, cpu);
         batch.copies[batch.size] = &blobs[i];
         batch.indexes[batch.size] = i;
         batch.plains[batch.size++] = plain;
@@ -426,7 +425,7 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
     for (const catalog::BlobLocation& copy : copies) {
       try {
         if (blob_key) {
-          batch.plains[batch.size] = open(copy, buf, pos, opened.lanes[batch.size], &*blob_key, nullptr);
+          batch.plains[batch.size] = open(copy, buf, pos, opened.lanes[batch.size], *blob_key, nullptr);
           batch.copies[batch.size++] = &copy;
         } else {
           checked(target_, pack.id, copy.blob, buf, pos);

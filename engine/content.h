@@ -157,10 +157,10 @@ class Content {
     std::array<ByteView, kVerifyLanes> plains{};
   };
   // A blob whose stored bytes are at `range_offset`'s offset within a
-  // fetched range: checked, then opened into `lane` (with `key`, else the
-  // pack's blob key). Throws Error(kIntegrity) naming the copy.
+  // fetched range: checked, then opened into `lane` with the pack's blob
+  // key. Throws Error(kIntegrity) naming the copy.
   ByteView open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
-                const Key256* key, StageCpu* cpu);
+                const Key256& key, StageCpu* cpu);
   // Which of the batch's plaintexts do not hash to their ids (a false copy:
   // any writer seals under a blob key of its own, so a copy written under a
   // real id with other content by a put-only or stolen key authenticates;
