@@ -21,6 +21,8 @@ usage: bench/backup_compare.sh [options]
   --tools LIST      comma-separated subset of keel,restic,borg (default: all three)
   --repeat R        run everything R times and report medians (default 1); the
                     tools take turns in reverse order on even repetitions
+  --data DIR        back up this tree (made earlier by gen_dataset.py) instead of
+                    generating one; --datasets then names it, one name only
   --work DIR        scratch directory (default: a new one under \${TMPDIR:-/tmp});
                     must be empty or absent; removed at the end unless --keep
   --keel PATH       keel binary (default: \$KEEL_BIN or build/cli/keel)
@@ -36,7 +38,7 @@ EOF
 
 die() { echo "backup_compare.sh: $*" >&2; exit 1; }
 
-size_gib=2 seed=1 tools="" repeat=1 work="" keep=0 smoke=0 datasets=mixed,kind
+size_gib=2 seed=1 tools="" repeat=1 work="" keep=0 smoke=0 datasets=mixed,kind given_data=
 keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 while (($#)); do
   case $1 in
@@ -45,6 +47,7 @@ while (($#)); do
     --datasets) datasets=${2:?--datasets needs a value}; shift 2 ;;
     --tools) tools=${2:?--tools needs a value}; shift 2 ;;
     --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
+    --data) given_data=${2:?--data needs a value}; shift 2 ;;
     --work) work=${2:?--work needs a value}; shift 2 ;;
     --keel) keel_bin=${2:?--keel needs a value}; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -54,6 +57,11 @@ while (($#)); do
   esac
 done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer, not '$repeat'"
+if [[ -n $given_data ]]; then
+  [[ -d $given_data ]] || die "--data $given_data is not a directory"
+  [[ $datasets != *,* ]] || die "--data is one dataset: give --datasets one name for it"
+  given_data=$(cd "$given_data" && pwd)
+fi
 
 report_name=backup_compare
 if ((smoke)); then
@@ -198,8 +206,10 @@ echo "tools: $tools; datasets $datasets, ${size_gib} GiB each, seed $seed; $repe
 started=$SECONDS load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 mismatches=0
 # Each dataset is generated once; every repetition backs up a fresh copy.
+pristine() { if [[ -n $given_data ]]; then echo "$given_data"; else echo "$work/pristine-$1"; fi; }
 for dataset in "${dataset_list[@]}"; do
-  python3 "$bench_dir/gen_dataset.py" "$work/pristine-$dataset" --profile "$dataset" \
+  [[ -z $given_data ]] || break
+  python3 "$bench_dir/gen_dataset.py" "$(pristine "$dataset")" --profile "$dataset" \
     --size-gib "$size_gib" --seed "$seed" || die "gen_dataset.py --profile $dataset failed"
 done
 for ((rep = 1; rep <= repeat; rep++)); do
@@ -211,7 +221,7 @@ for ((rep = 1; rep <= repeat; rep++)); do
   for dataset in "${dataset_list[@]}"; do
     echo "== repetition $rep/$repeat, dataset $dataset, order ${order[*]}"
     rm -rf "$data" "$work"/{keel,restic,borg}
-    cp -a "$work/pristine-$dataset" "$data"
+    cp -a "$(pristine "$dataset")" "$data"
     bytes=$(data_bytes)
 
     for tool in "${order[@]}"; do
@@ -253,7 +263,9 @@ done
 
 # --- the report ---------------------------------------------------------------
 echo
-notes=("datasets: gen_dataset.py --profile $datasets --size-gib $size_gib --seed $seed, then mutate.py --seed $((seed + 1)); $(for d in "${dataset_list[@]}"; do python3 "$bench_dir/tree_compare.py" stats "$work/pristine-$d" | awk -v d="$d" '{printf "%s: %d files, %.1f MiB before mutation; ", d, $1, $2 / 1048576}'; done)"
+made="gen_dataset.py --profile $datasets --size-gib $size_gib --seed $seed"
+[[ -z $given_data ]] || made="$given_data"
+notes=("datasets: $made, then mutate.py --seed $((seed + 1)); $(for d in "${dataset_list[@]}"; do python3 "$bench_dir/tree_compare.py" stats "$(pristine "$d")" | awk -v d="$d" '{printf "%s: %d files, %.1f MiB before mutation; ", d, $1, $2 / 1048576}'; done)"
        "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(date -u +%Y-%m-%d); load average $load_at_start at the start, $(cut -d' ' -f1 /proc/loadavg) at the end")
 for tool in "${selected[@]}"; do notes+=("$tool: $(tool_version "$tool")"); done
 note_args=()
