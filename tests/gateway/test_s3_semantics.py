@@ -562,8 +562,9 @@ class SemanticsTest(unittest.TestCase):
     def test_where_rgw_differs(self):
         """What the differential test (test_differential.py) leaves to this side, RGW 16 answering
         otherwise: the versions after a null version-id-marker, a delete-marker version read (405)
-        and deleted by DeleteObjects, If-None-Match: * over a delete marker, a descending part list (ListBuckets' prefix and max-buckets:
-        test_listing_edge_cases)."""
+        and deleted by DeleteObjects, If-None-Match: * over a delete marker, a descending part list, a copy
+        from a deleted source, a copy's bytes after its source's null version is overwritten (ListBuckets'
+        prefix and max-buckets: test_listing_edge_cases)."""
         s3 = self.s3
         bucket = self.new_bucket("rgwdiff")
         s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
@@ -613,6 +614,17 @@ class SemanticsTest(unittest.TestCase):
             self.assertEqual(self.code(lambda: s3.copy_object(Bucket=bucket, Key="copy-of-gone", **condition,
                                                               CopySource={"Bucket": bucket, "Key": "gone"})),
                              "NoSuchKey")
+
+        # A copy made while versioning is suspended keeps its own bytes when the null version of a
+        # source that also has versioned versions is overwritten (RGW 16 then serves the source's new
+        # bytes under the copy's name: differential seed 3 op #313).
+        s3.put_object(Bucket=bucket, Key="src", Body=b"v" * 70016)
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"})
+        s3.put_object(Bucket=bucket, Key="src", Body=b"1", ContentType="image/png")
+        s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
+        s3.put_object(Bucket=bucket, Key="src", Body=b"x" * 1024)
+        copy = s3.get_object(Bucket=bucket, Key="dst")
+        self.assertEqual((copy["Body"].read(), copy["ContentType"]), (b"1", "image/png"))
 
 
     def test_get_object_torrent_finds_no_torrent(self):
