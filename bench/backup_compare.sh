@@ -7,9 +7,8 @@
 # bench/README.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<EOF
@@ -36,10 +35,7 @@ Writes the table to stdout and to bench/out/backup_compare.md
 EOF
 }
 
-die() { echo "backup_compare.sh: $*" >&2; exit 1; }
-
 size_gib=2 seed=1 tools="" repeat=1 work="" keep=0 smoke=0 datasets=mixed,kind given_data=
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 while (($#)); do
   case $1 in
     --size-gib) size_gib=${2:?--size-gib needs a value}; shift 2 ;;
@@ -56,7 +52,7 @@ while (($#)); do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "--repeat must be a positive integer, not '$repeat'"
+positive_int --repeat "$repeat"
 if [[ -n $given_data ]]; then
   [[ -d $given_data ]] || die "--data $given_data is not a directory"
   [[ $datasets != *,* ]] || die "--data is one dataset: give --datasets one name for it"
@@ -95,8 +91,7 @@ if [[ -n $tools ]]; then
     tool_available "$tool" || die "$tool is not available (keel: build it or pass --keel PATH)"
   done
 else
-  tool_available keel ||
-    die "no keel binary at $keel_bin: build it (scripts/build.sh) or pass --keel PATH"
+  require_keel
   selected=(keel)
   for tool in restic borg; do
     if tool_available "$tool"; then
@@ -110,21 +105,7 @@ tools=$(IFS=,; echo "${selected[*]}")
 [[ ! -x $keel_bin ]] || keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
 
 # --- scratch space ----------------------------------------------------------
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-bench.XXXXXX")
-else
-  [[ ! -e $work || -z $(ls -A "$work") ]] || die "--work $work is not empty"
-  mkdir -p "$work"
-  work=$(cd "$work" && pwd)
-fi
-cleanup() {
-  if ((keep)); then
-    echo "kept scratch directory $work"
-  elif [[ -n $work && $work != / && -d $work ]]; then
-    rm -rf -- "$work"
-  fi
-}
-trap cleanup EXIT
+bench_scratch keel-bench
 
 mkdir -p "$out_dir/logs"
 rm -f "$out_dir"/logs/*.log

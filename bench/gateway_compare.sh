@@ -9,9 +9,8 @@
 # against the repository space of the first generation. See docs/performance.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<USAGE
@@ -31,10 +30,7 @@ with --smoke). Exit status 77 when RGW cannot start.
 USAGE
 }
 
-die() { echo "gateway_compare.sh: $*" >&2; exit 1; }
-
 big_mib=1024 small_count=500 small_kib=512 chain_mib=256 work="" smoke=0
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 aws_bin=/usr/bin/aws
 args=("$@")
 while (($#)); do
@@ -51,14 +47,11 @@ while (($#)); do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-for n in "$big_mib" "$small_count" "$small_kib" "$chain_mib"; do
-  [[ $n =~ ^[1-9][0-9]*$ ]] || die "sizes and counts must be positive integers, not '$n'"
-done
+for n in big_mib small_count small_kib chain_mib; do positive_int "--${n//_/-}" "${!n}"; done
 report_name=gateway_compare
 if ((smoke)); then big_mib=32 small_count=40 chain_mib=32 report_name=gateway_compare_smoke; fi
 
-[[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it or pass --keel PATH"
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+require_keel
 [[ -x $aws_bin ]] || die "awscli is not installed at $aws_bin (Debian package 'awscli')"
 
 if [[ -z ${S3_ENDPOINT:-} ]]; then
@@ -70,7 +63,6 @@ if [[ -z ${S3_ENDPOINT:-} ]]; then
 fi
 [[ -n ${S3_ACCESS_KEY:-} && -n ${S3_SECRET_KEY:-} ]] || die "S3_ENDPOINT is set but S3_ACCESS_KEY or S3_SECRET_KEY is not"
 
-source "$bench_dir/gateway_lib.sh"
 bench_scratch keel-gwbench
 
 # --- data ---------------------------------------------------------------------

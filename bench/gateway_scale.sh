@@ -7,9 +7,8 @@
 # --no-rgw is given. See docs/performance.md ("keel gateway at scale").
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<USAGE
@@ -29,10 +28,7 @@ Writes the table to stdout and to bench/out/gateway_scale.md (gateway_scale_smok
 USAGE
 }
 
-die() { echo "gateway_scale.sh: $*" >&2; exit 1; }
-
 count=1000000 clients=16 body_bytes=64 work="" smoke=0 rgw=1 repeats=30 stages=0 report_name=""
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 args=("$@")
 while (($#)); do
   case $1 in
@@ -49,15 +45,12 @@ while (($#)); do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-for n in "$count" "$clients" "$body_bytes"; do
-  [[ $n =~ ^[1-9][0-9]*$ ]] || die "counts and sizes must be positive integers, not '$n'"
-done
+for n in count clients body_bytes; do positive_int "--${n//_/-}" "${!n}"; done
 [[ $stages =~ ^[0-9]+$ && $report_name =~ ^[A-Za-z0-9_.-]*$ ]] || die "bad --stages or --report"
 if ((smoke)); then count=2000 repeats=5 report_name=${report_name:-gateway_scale_smoke}; fi
 report_name=${report_name:-gateway_scale}
 
-[[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it or pass --keel PATH"
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+require_keel
 
 if ((rgw)) && [[ -z ${S3_ENDPOINT:-} ]]; then
   # memstore keeps objects and their index in RAM: about 4 KiB per small object, plus slack.
@@ -67,7 +60,6 @@ if ((rgw)) && [[ -z ${S3_ENDPOINT:-} ]]; then
   exec "$repo_root/tests/s3/with-rgw.sh" "$bench_dir/gateway_scale.sh" "${args[@]}"
 fi
 
-source "$bench_dir/gateway_lib.sh"
 bench_scratch keel-gwscale
 
 gateway_access=AKIDGWSCALE000000001 gateway_secret=gateway-scale-secret-000000000000000

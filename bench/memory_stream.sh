@@ -6,9 +6,8 @@
 # local repository, and with --s3 also against an S3 one. See bench/README.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<EOF
@@ -36,10 +35,7 @@ restore differs. Writes the table to stdout and bench/out/memory_stream.md.
 EOF
 }
 
-die() { echo "memory_stream.sh: $*" >&2; exit 1; }
-
 gib=10 memory_mib=256 overhead_mib=128 seed=1 s3=0 s3_gib=1 verify=0 work="" keep=0 judge_rss=1
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 args=("$@")
 while (($#)); do
   case $1 in
@@ -64,8 +60,7 @@ number='^[0-9]+([.][0-9]+)?$'
   die "--memory-mib and --overhead-mib take a whole number of MiB"
 awk -v n="$s3_gib" 'BEGIN {exit !(n <= 2)}' ||
   die "--s3-gib $s3_gib: at most 2 (the test server keeps every object in RAM)"
-[[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it (scripts/build.sh) or pass --keel PATH"
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+require_keel
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (Debian package 'time')"
 
 if ((s3)) && [[ -z ${S3_ENDPOINT:-} ]]; then
@@ -84,29 +79,18 @@ if ((s3)); then
   unset AWS_SESSION_TOKEN AWS_PROFILE
 fi
 
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-memstream.XXXXXX")
-else
-  [[ ! -e $work || -z $(ls -A "$work") ]] || die "--work $work is not empty"
-  mkdir -p "$work"
-  work=$(cd "$work" && pwd)
-fi
-cleanup() {
-  if ((s3 && !own_rgw && !keep)); then  # a server that outlives this run: remove the bucket
-    if command -v aws >/dev/null; then
-      aws --endpoint-url "$S3_ENDPOINT" s3 rb --force "s3://$bucket" >/dev/null 2>&1 ||
-        echo "could not remove bucket $bucket from $S3_ENDPOINT" >&2
-    else
-      echo "left bucket $bucket on $S3_ENDPOINT (awscli is needed to remove it)" >&2
-    fi
-  fi
-  if ((keep)); then
-    echo "kept scratch directory $work"
-  elif [[ -n $work && $work != / && -d $work ]]; then
-    rm -rf -- "$work"
+bench_scratch keel-memstream
+# shellcheck disable=SC2317  # run by at_exit
+remove_bucket() {  # from a server that outlives this run
+  ((s3 && !own_rgw && !keep)) || return 0
+  if command -v aws >/dev/null; then
+    aws --endpoint-url "$S3_ENDPOINT" s3 rb --force "s3://$bucket" >/dev/null 2>&1 ||
+      echo "could not remove bucket $bucket from $S3_ENDPOINT" >&2
+  else
+    echo "left bucket $bucket on $S3_ENDPOINT (awscli is needed to remove it)" >&2
   fi
 }
-trap cleanup EXIT
+at_exit remove_bucket
 
 mkdir -p "$out_dir/logs"
 export KEEL_PASSWORD=bench XDG_DATA_HOME="$work/catalog"

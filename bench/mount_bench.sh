@@ -6,9 +6,8 @@
 # (mount_bench_smoke.md with --smoke). See bench/README.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<EOF
@@ -25,10 +24,7 @@ Needs /dev/fuse and fusermount3 (exits 77 without them). Command logs go to benc
 EOF
 }
 
-die() { echo "mount_bench.sh: $*" >&2; exit 1; }
-
 size_gib=4 reads=9 tools="" work="" keep=0 smoke=0
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 while (($#)); do
   case $1 in
     --size-gib) size_gib=${2:?--size-gib needs a value}; shift 2 ;;
@@ -42,7 +38,7 @@ while (($#)); do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-[[ $reads =~ ^[1-9][0-9]*$ ]] || die "--reads must be a positive integer, not '$reads'"
+positive_int --reads "$reads"
 report_name=mount_bench
 if ((smoke)); then
   size_gib=0.0625 reads=3 report_name=mount_bench_smoke
@@ -60,29 +56,22 @@ else
 fi
 for tool in "${selected[@]}"; do
   case $tool in
-    keel) [[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it (scripts/build.sh) or pass --keel PATH" ;;
+    keel) require_keel ;;
     restic) command -v restic >/dev/null || die "restic is not installed (Debian package 'restic')" ;;
     *) die "unknown tool '$tool' (known: keel, restic)" ;;
   esac
 done
 
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-mount-bench.XXXXXX")
-else
-  [[ ! -e $work || -z $(ls -A "$work") ]] || die "--work $work is not empty"
-  mkdir -p "$work"
-fi
-work=$(cd "$work" && pwd)
+bench_scratch keel-mount-bench
 mkdir -p "$out_dir/logs"
 pids=()
-cleanup() {
+unmount_all() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for m in "$work"/mnt-*; do
     if [[ -d $m ]] && mountpoint -q "$m"; then fusermount3 -u -z "$m" 2>/dev/null || true; fi
   done
-  ((keep)) || rm -rf "$work"
 }
-trap cleanup EXIT
+at_exit unmount_all
 
 size_bytes=$(python3 -c "print(int($size_gib * (1 << 30)))")
 data="$work/data"

@@ -8,9 +8,8 @@
 # never by sending data again.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<USAGE
@@ -25,10 +24,7 @@ Writes the table to stdout and to bench/out/object_lock.md (object_lock_smoke.md
 USAGE
 }
 
-die() { echo "object_lock_bench.sh: $*" >&2; exit 1; }
-
 mib=256 work="" smoke=0
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 while (($#)); do
   case $1 in
     --mib) mib=${2:?}; shift 2 ;;
@@ -39,13 +35,11 @@ while (($#)); do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-[[ $mib =~ ^[1-9][0-9]*$ ]] || die "--mib must be a positive integer, not '$mib'"
+positive_int --mib "$mib"
 report_name=object_lock
 if ((smoke)); then mib=16 report_name=object_lock_smoke; fi
-[[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it or pass --keel PATH"
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+require_keel
 
-source "$bench_dir/gateway_lib.sh"
 bench_scratch keel-lockbench
 
 access=AKIDLOCKBENCH0000001 secret=lock-bench-secret-0000000000000000000

@@ -9,9 +9,8 @@
 # source. See bench/README.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<EOF
@@ -34,10 +33,7 @@ Writes the table to stdout and to bench/out/prune_compare.md
 EOF
 }
 
-die() { echo "prune_compare.sh: $*" >&2; exit 1; }
-
 size_gib=1 snapshots=30 keep_last=10 fraction=0.05 seed=1 tools="" repeat=3 work="" keep=0 smoke=0
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 while (($#)); do
   case $1 in
     --size-gib) size_gib=${2:?--size-gib needs a value}; shift 2 ;;
@@ -56,7 +52,7 @@ while (($#)); do
   esac
 done
 for n in snapshots keep_last repeat; do
-  [[ ${!n} =~ ^[1-9][0-9]*$ ]] || die "--${n//_/-} must be a positive integer, not '${!n}'"
+  positive_int "--${n//_/-}" "${!n}"
 done
 ((keep_last < snapshots)) || die "--keep-last must be below --snapshots, or nothing is pruned"
 
@@ -71,35 +67,20 @@ if [[ -n $tools ]]; then
   IFS=, read -ra selected <<<"$tools"
   for tool in "${selected[@]}"; do
     case $tool in
-      keel) [[ -x $keel_bin ]] || die "no keel binary at $keel_bin" ;;
+      keel) require_keel ;;
       restic) command -v restic >/dev/null || die "restic is not installed (Debian package 'restic')" ;;
       *) die "unknown tool '$tool' (known: keel, restic)" ;;
     esac
   done
 else
-  [[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it (scripts/build.sh) or pass --keel PATH"
+  require_keel
   selected=(keel)
   if command -v restic >/dev/null; then selected+=(restic); else echo "skipping restic: not installed" >&2; fi
 fi
 tools=$(IFS=,; echo "${selected[*]}")
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
 
 # --- scratch space ----------------------------------------------------------
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-prune-bench.XXXXXX")
-else
-  [[ ! -e $work || -z $(ls -A "$work") ]] || die "--work $work is not empty"
-  mkdir -p "$work"
-  work=$(cd "$work" && pwd)
-fi
-cleanup() {
-  if ((keep)); then
-    echo "kept scratch directory $work"
-  elif [[ -n $work && $work != / && -d $work ]]; then
-    rm -rf -- "$work"
-  fi
-}
-trap cleanup EXIT
+bench_scratch keel-prune-bench
 
 mkdir -p "$out_dir/logs"
 rm -f "$out_dir"/logs/prune-*.log

@@ -11,9 +11,8 @@
 # --max-bytes-per-chunk. See bench/README.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<EOF
@@ -36,10 +35,7 @@ Writes the table to stdout and to bench/out/prune_memory.md.
 EOF
 }
 
-die() { echo "prune_memory.sh: $*" >&2; exit 1; }
-
 steps=4 gib=1 chunk_kib=2 max_per_chunk=64 work="" keep=0 smoke=0
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 while (($#)); do
   case $1 in
     --steps) steps=${2:?--steps needs a value}; shift 2 ;;
@@ -56,22 +52,11 @@ while (($#)); do
   esac
 done
 [[ $steps =~ ^[2-9][0-9]*$ ]] || die "--steps must be at least 2"
-[[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it or pass --keel PATH"
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+require_keel
 report_name=prune_memory
 if ((smoke)); then steps=2 gib=0.03125 report_name=prune_memory_smoke max_per_chunk=none; fi
 
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-prune-memory.XXXXXX")
-else
-  [[ ! -e $work || -z $(ls -A "$work") ]] || die "--work $work is not empty"
-  mkdir -p "$work"
-  work=$(cd "$work" && pwd)
-fi
-cleanup() {
-  if ((keep)); then echo "kept scratch directory $work"; elif [[ -d $work ]]; then rm -rf -- "$work"; fi
-}
-trap cleanup EXIT
+bench_scratch keel-prune-memory
 mkdir -p "$out_dir/logs"
 records="$work/records.jsonl"
 : >"$records"

@@ -7,9 +7,8 @@
 # the CPU is spent, nothing about a NIC's speed. See docs/rdma.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<USAGE
@@ -26,10 +25,7 @@ Writes the table to stdout and to bench/out/rdma_compare.md (rdma_compare_smoke.
 USAGE
 }
 
-die() { echo "rdma_compare.sh: $*" >&2; exit 1; }
-
 mib=128 ip=${KEEL_RDMA_TEST_IP:-${RXE_IP:-}} port=7471 work="" smoke=0
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 args=("$@")
 while (($#)); do
   case $1 in
@@ -43,11 +39,10 @@ while (($#)); do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-[[ $mib =~ ^[1-9][0-9]*$ ]] || die "--mib must be a positive integer, not '$mib'"
+positive_int --mib "$mib"
 report_name=rdma_compare
 if ((smoke)); then mib=16 report_name=rdma_compare_smoke; fi
-[[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it or pass --keel PATH"
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+require_keel
 mkdir -p "$out_dir"
 
 if [[ -z $ip ]]; then
@@ -58,7 +53,6 @@ if [[ -z $ip ]]; then
   exec "$repo_root/tests/rdma/run-in-vm.sh" "$bench_dir/rdma_compare.sh" "${args[@]}" --keel "$keel_bin"
 fi
 
-source "$bench_dir/gateway_lib.sh"
 bench_scratch keel-rdmabench
 
 # --- data and gateway ----------------------------------------------------------------

@@ -6,9 +6,8 @@
 # downloading one large file with 16 parallel multipart requests. See bench/README.md.
 set -euo pipefail
 
-bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo_root=$(dirname "$bench_dir")
-out_dir="$bench_dir/out"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<EOF
@@ -36,10 +35,7 @@ Writes the tables to stdout and to bench/out/s3_compare.md
 EOF
 }
 
-die() { echo "s3_compare.sh: $*" >&2; exit 1; }
-
 size_gib=1 seed=1 aws_mib=512 work="" restore_dir="" keep=0 smoke=0
-keel_bin=${KEEL_BIN:-$repo_root/build/cli/keel}
 aws_bin=""
 args=("$@")
 while (($#)); do
@@ -57,7 +53,7 @@ while (($#)); do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-[[ $aws_mib =~ ^[1-9][0-9]*$ ]] || die "--aws-mib must be a positive integer, not '$aws_mib'"
+positive_int --aws-mib "$aws_mib"
 [[ -z $restore_dir || -d $restore_dir ]] || die "--restore-dir $restore_dir is not a directory"
 
 report_name=s3_compare
@@ -68,8 +64,7 @@ if ((smoke)); then
 fi
 
 # --- tools ----------------------------------------------------------------
-[[ -x $keel_bin ]] || die "no keel binary at $keel_bin: build it (scripts/build.sh) or pass --keel PATH"
-keel_bin=$(cd "$(dirname "$keel_bin")" && pwd)/$(basename "$keel_bin")
+require_keel
 command -v restic >/dev/null || die "restic is not installed (Debian package 'restic')"
 if [[ -z $aws_bin ]]; then
   if [[ -x /usr/bin/aws ]]; then aws_bin=/usr/bin/aws; else aws_bin=$(command -v aws || true); fi
@@ -97,13 +92,7 @@ export KEEL_S3_ENDPOINT=$S3_ENDPOINT
 unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3
 
 # --- scratch space ----------------------------------------------------------
-if [[ -z $work ]]; then
-  work=$(mktemp -d "${TMPDIR:-/tmp}/keel-s3bench.XXXXXX")
-else
-  [[ ! -e $work || -z $(ls -A "$work") ]] || die "--work $work is not empty"
-  mkdir -p "$work"
-  work=$(cd "$work" && pwd)
-fi
+bench_scratch keel-s3bench
 # Bucket names unique to this run, so a shared server is never disturbed.
 run_id=$(printf 'kbench-%x-%x' "$(date +%s)" $$)
 bucket() { echo "$run_id-$1"; }
@@ -112,7 +101,7 @@ restores=$(mktemp -d "${restore_dir:-$work}/keel-s3bench-restore.XXXXXX")
 export AWS_CONFIG_FILE="$work/aws/config" AWS_SHARED_CREDENTIALS_FILE="$work/aws/credentials"
 aws_s3() { "$aws_bin" --endpoint-url "$S3_ENDPOINT" "$@"; }
 
-cleanup() {
+remove_buckets() {
   local tool
   if ((!own_rgw && !keep)); then  # a private RGW is discarded whole when this script ends
     for tool in keel restic awscli; do
@@ -120,13 +109,9 @@ cleanup() {
     done
   fi
   rm -rf -- "$restores"
-  if ((keep)); then
-    echo "kept scratch directory $work (buckets $run_id-*)"
-  elif [[ -n $work && $work != / && -d $work ]]; then
-    rm -rf -- "$work"
-  fi
+  ((!keep)) || echo "kept buckets $run_id-*" >&2
 }
-trap cleanup EXIT
+at_exit remove_buckets
 
 mkdir -p "$out_dir/logs" "$work/aws"
 rm -f "$out_dir"/logs/s3-*.log
