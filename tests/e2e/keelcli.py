@@ -96,8 +96,12 @@ class KeelTestCase(unittest.TestCase):
         self.env = dict(os.environ)
         if ON_S3:
             bucket = "keel-e2e-" + secrets.token_hex(6)
-            self.repo = f"s3://{bucket}/repo"
-            self.store = S3Store(bucket, "repo/")
+            # A prefix that every signed path, listing and copy must escape:
+            # a space, '+' (a space once form-decoded), '%41' (an 'A' once
+            # decoded twice) and non-ASCII.
+            prefix = "keel repo+ü%41"
+            self.repo = f"s3://{bucket}/{prefix}"
+            self.store = S3Store(bucket, prefix + "/")
             self.env.update(KEEL_S3_ENDPOINT=os.environ["S3_ENDPOINT"], AWS_ACCESS_KEY_ID=os.environ["S3_ACCESS_KEY"],
                             AWS_SECRET_ACCESS_KEY=os.environ["S3_SECRET_KEY"],
                             AWS_REGION=os.environ.get("S3_REGION", "us-east-1"))

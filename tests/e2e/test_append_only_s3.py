@@ -12,6 +12,8 @@ import secrets
 import subprocess
 import unittest
 import xml.etree.ElementTree as ET
+from urllib.parse import quote
+from xml.sax.saxutils import escape
 
 from keelcli import ON_S3, KeelTestCase, tree_state
 from s3client import S3Client, md5_base64
@@ -70,7 +72,7 @@ class AppendOnlyPolicyOnRgw(KeelTestCase):
             states[self.keel_json("backup", "--append-only", src, env=self.appender_env)["snapshot"]] = tree_state(src)
         # The policy bites: the appender's own DELETE is refused by RGW.
         pack = next(k for k in self.all_keys() if k.startswith("packs/"))
-        self.expect(self.appender.request("DELETE", f"/{self.bucket}/repo/{pack}"), 403)
+        self.expect(self.appender.request("DELETE", f"/{self.bucket}/{self.store.prefix}{pack}"), 403)
         before = self.all_keys()
 
         p = self.as_appender("forget", "--keep-last", "1", expect=None)
@@ -78,7 +80,7 @@ class AppendOnlyPolicyOnRgw(KeelTestCase):
         self.assertIn("AccessDenied", p.stderr.decode())
         self.as_appender("prune", "--grace", "0", expect=None)
         self.assertTrue(before <= self.all_keys(), "the appender's forget/prune removed objects")
-        objects = "".join(f"<Object><Key>repo/{k}</Key></Object>" for k in sorted(before)[:10])
+        objects = "".join(f"<Object><Key>{escape(self.store.prefix + k)}</Key></Object>" for k in sorted(before)[:10])
         body = f"<Delete>{objects}</Delete>".encode()
         r = self.appender.request("POST", f"/{self.bucket}", query={"delete": ""}, body=body,
                                   headers={"content-md5": md5_base64(body)})
@@ -89,7 +91,7 @@ class AppendOnlyPolicyOnRgw(KeelTestCase):
 
         # An overwrite is a PutObject, which plain S3 cannot refuse by permission.
         victim = sorted(states)[0]
-        key = f"repo/snapshots/{victim}"
+        key = f"{self.store.prefix}snapshots/{victim}"
         self.expect(self.appender.request("PUT", f"/{self.bucket}/{key}", body=os.urandom(512)), 200)
         p = self.keel("check", expect=None)
         self.assertNotEqual(p.returncode, 0)
@@ -103,7 +105,7 @@ class AppendOnlyPolicyOnRgw(KeelTestCase):
         self.assertEqual(len(versions), 2, r.body)
         original = min(versions)[1]
         self.expect(self.owner.request("PUT", f"/{self.bucket}/{key}",
-                                       headers={"x-amz-copy-source": f"/{self.bucket}/{key}?versionId={original}"}), 200)
+                                       headers={"x-amz-copy-source": f"/{self.bucket}/{quote(key)}?versionId={original}"}), 200)
         self.keel("check", "--read-data")
         for snapshot, state in states.items():
             out = self.path("out-" + snapshot[:8])

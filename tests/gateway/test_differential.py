@@ -43,6 +43,8 @@ SEEDS = ([int(s) for s in os.environ["KEEL_DIFF_SEEDS"].split(",")] if "KEEL_DIF
          else list(range(1, 21)) if LONG else [1, 2, 3])
 OPS = int(os.environ.get("KEEL_DIFF_OPS", "400" if LONG else "120"))
 VERBOSE = os.environ.get("KEEL_DIFF_VERBOSE") == "1"
+# Pages of a listing followed to its end: more than any seed's versions at MaxKeys 1.
+EVERY_PAGE = 20 * OPS + 400
 
 # Keys that have broken S3 servers: spaces anywhere (also all-space keys),
 # dot segments, percent signs, characters URLs and XML treat specially,
@@ -927,7 +929,9 @@ def list_all(target, op):
     marker = op["params"].get("KeyMarker")
     every_page = op.get("rgw_skips_after_null") or op.get("rgw_lists_key_marker") or (
         name == "list_versions" and marker and target.name == "rgw")
-    limit = 400 if every_page else 12
+    # "Every page": to the end of the listing (a long seed holds thousands of versions, one a page with
+    # MaxKeys 1; 400 pages once cut keel's listing short of RGW's, seed 9301 op #1825).
+    limit = EVERY_PAGE if every_page else 12
     while len(pages) < limit:
         page, err = target.call(method, **params)
         if err:
@@ -956,7 +960,9 @@ def list_all(target, op):
             params["VersionIdMarker"] = page.get("NextVersionIdMarker", "")
             if target.name == "rgw" and params["VersionIdMarker"] == "null":
                 after_null += versions_after_null(target, pages, params["KeyMarker"])
-                limit = 400 if after_null else limit
+                limit = EVERY_PAGE if after_null else limit
+    if len(pages) == EVERY_PAGE:
+        raise AssertionError(f"{target.name}: {op} did not end within {EVERY_PAGE} pages")
     listed = [e for p in pages for e in p.get("Versions", []) + p.get("DeleteMarkers", [])]
     if name == "list_versions" and marker and target.name == "rgw":  # the first target
         op["rgw_lists_key_marker"] = any(e[0] == marker for e in listed)
