@@ -50,6 +50,88 @@ std::vector<DamagedObject> find_damaged_records(Repository& repo) {
   return damaged;
 }
 
+namespace {
+
+// Reads and authenticates a tree: nullopt, or why it cannot be read
+// (kIntegrity or kNotFound; other errors, such as a target that cannot be
+// reached, end the check).
+std::optional<Error> read_tree(Repository& repo, const Id& tree) {
+  try {
+    Tree::decode(repo.read_blob(tree), "tree " + tree.short_hex());
+    return std::nullopt;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
+    return e;
+  }
+}
+
+// What check did not find: chunks not in the index and trees that could
+// not be read (with --read-data), each with where it is first used.
+struct Unfound {
+  std::map<Id, std::string> chunks;
+  std::map<Id, std::string> trees;
+  bool empty() const { return chunks.empty() && trees.empty(); }
+};
+
+// A forget and a prune on other hosts delete what a snapshot used while this
+// check runs (with --grace 0, at once). So after a sync, each chunk and tree
+// not found is looked for again if a snapshot on the target still uses it,
+// and reported if it is still missing. Reading a tree again can meet another
+// such prune: three rounds at most for trees.
+void report_unfound(Repository& repo, Unfound unfound, CheckResult& result) {
+  std::map<Id, std::string> chunks;                            // still unindexed, first use
+  std::map<Id, std::pair<std::string, std::string>> trees;     // still unreadable, first use and why
+  for (int round = 0; round < 3 && !unfound.empty(); ++round) {
+    repo.sync_catalog();
+    std::unordered_set<Id, IdHash> used;  // every tree, and the chunks not found
+    bool all_walked = true;  // else each is looked for again
+    for (const catalog::SnapshotRecord& snap : repo.catalog().list_snapshots()) {
+      used.insert(snap.root);
+      try {
+        walk_snapshot(repo, snap, "/", [&](const std::string&, const TreeEntry& e) {
+          if (e.meta.type == NodeType::kDir) used.insert(e.subtree);
+          for (const ContentRef& ref : e.content) {
+            if (!ref.hole && unfound.chunks.count(ref.chunk)) used.insert(ref.chunk);
+          }
+        });
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
+        // Forgotten since the sync; or damaged, which the first walk reported.
+        if (repo.target().head(snapshot_key(snap.id))) all_walked = false;
+      }
+    }
+    auto still_used = [&](const Id& id) { return !all_walked || used.count(id) > 0; };
+    Unfound again;
+    std::vector<Id> look_up;
+    for (const auto& [chunk, first_use] : unfound.chunks) {
+      chunks.erase(chunk);
+      if (still_used(chunk)) look_up.push_back(chunk);
+    }
+    const std::vector<std::optional<catalog::BlobLocation>> found = repo.catalog().find_blobs(look_up);
+    for (size_t i = 0; i < look_up.size(); ++i) {
+      if (!found[i]) chunks[look_up[i]] = unfound.chunks[look_up[i]];  // the synced index is the answer
+    }
+    for (const auto& [tree, first_use] : unfound.trees) {
+      trees.erase(tree);
+      if (!still_used(tree)) continue;
+      if (std::optional<Error> e = read_tree(repo, tree)) {
+        trees[tree] = {first_use, e->what()};
+        if (e->kind() == ErrorKind::kNotFound) again.trees.emplace(tree, first_use);
+      }
+    }
+    unfound = std::move(again);
+  }
+  for (const auto& [chunk, first_use] : chunks) {
+    result.problems.push_back({"chunk " + chunk.short_hex() + " is not in the index (no pack on the target holds it)",
+                               {first_use}});
+  }
+  for (const auto& [tree, why] : trees) {
+    result.problems.push_back({"tree " + tree.short_hex() + ": " + why.second, {why.first + " (directory listing)"}});
+  }
+}
+
+}  // namespace
+
 CheckResult run_check(Repository& repo, const CheckOptions& options,
                       const std::function<void(uint64_t, uint64_t)>& on_progress) {
   if (options.read_data) repo.require_full_key("check --read-data");
@@ -123,12 +205,11 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   // Chunks seen for the first time, with where: looked up in batches.
   std::vector<Id> unchecked;
   std::vector<std::string> first_uses;
+  Unfound unfound;
   auto look_up_unchecked = [&] {
     std::vector<std::optional<catalog::BlobLocation>> locations = repo.catalog().find_blobs(unchecked);
     for (size_t i = 0; i < unchecked.size(); ++i) {
-      if (locations[i]) continue;
-      result.problems.push_back({"chunk " + unchecked[i].short_hex() + " is not in the index (no pack on the target holds it)",
-                                 {first_uses[i]}});
+      if (!locations[i]) unfound.chunks.emplace(unchecked[i], first_uses[i]);
     }
     unchecked.clear();
     first_uses.clear();
@@ -154,6 +235,8 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
         }
       });
     } catch (const Error& e) {
+      // Forgotten and pruned by other hosts since the sync: not a problem.
+      if (e.kind() == ErrorKind::kNotFound && !repo.target().head(snapshot_key(snap.id))) continue;
       result.problems.push_back({"snapshot " + snap.id.short_hex() + ": " + e.what(), {}});
     }
   }
@@ -180,13 +263,18 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
   if (options.read_data) {
     for (const auto& [tree, first_use] : seen_trees) {
       if (options.cancel && options.cancel->load()) break;
-      try {
-        Tree::decode(repo.read_blob(tree), "tree " + tree.short_hex());
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
-        result.problems.push_back({"tree " + tree.short_hex() + ": " + e.what(), {first_use + " (directory listing)"}});
+      if (std::optional<Error> e = read_tree(repo, tree)) {
+        if (e->kind() == ErrorKind::kNotFound) {
+          unfound.trees.emplace(tree, first_use);
+        } else {
+          result.problems.push_back({"tree " + tree.short_hex() + ": " + e->what(), {first_use + " (directory listing)"}});
+        }
       }
     }
+  }
+  report_unfound(repo, std::move(unfound), result);
+
+  if (options.read_data) {
     std::mutex mu;
     std::vector<Id> bad_blobs;
     uint64_t done = 0;

@@ -583,6 +583,47 @@ TEST_CASE("check names no pack that a prune elsewhere deletes while it syncs and
   f.restores_identical(old.kept, f.src("keep"));
 }
 
+namespace {
+
+// Runs `before` once, ahead of the first ranged read of a pack: what a forget
+// and a prune on other hosts do while a check walks and reads trees.
+class BeforeFirstPackRead final : public targets::TargetDecorator {
+ public:
+  using TargetDecorator::TargetDecorator;
+  size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) override {
+    if (key.starts_with("packs/") && before) std::exchange(before, nullptr)();
+    return TargetDecorator::get_range(key, offset, out);
+  }
+  std::function<void()> before;
+};
+
+}  // namespace
+
+TEST_CASE("check names nothing of a snapshot that a forget and a prune elsewhere remove while it reads",
+          "[prune][check]") {
+  Fixture f;
+  for (int d = 0; d < 12; ++d) f.write(f.src("old/d" + std::to_string(d) + "/a.bin"), 30'000, 720 + d);
+  f.write(f.src("keep/b.bin"), 40'000, 740);
+  f.backup(f.src("old"));
+  const catalog::SnapshotRecord kept = f.backup(f.src("keep"));
+  // The walk takes trees from the catalog; --read-data reads each from its pack.
+  auto hooked = std::make_unique<BeforeFirstPackRead>(targets::local::open_local_target(f.repo_path(), false));
+  BeforeFirstPackRead& target = *hooked;
+  auto checker = Repository::open(std::move(hooked), {"secret", (f.dir.path / "checker.db").string()});
+  bool pruned = false;
+  target.before = [&] {
+    f.forget_path(f.src("old"));
+    CHECK(f.prune(0).packs_deleted > 0);  // with the old snapshot's trees
+    pruned = true;
+  };
+  CheckOptions check;
+  check.read_data = true;
+  CheckResult result = run_check(*checker, check);
+  CHECK(pruned);
+  for (const auto& p : result.problems) FAIL_CHECK(p.message);
+  f.restores_identical(kept, f.src("keep"));
+}
+
 TEST_CASE("check still names the files whose chunks were in a lost pack", "[prune][check]") {
   Fixture f;
   f.write(f.src("keep/b.bin"), 300'000, 710);
