@@ -65,6 +65,19 @@ std::optional<Error> read_tree(Repository& repo, const Id& tree) {
   }
 }
 
+// Walks a snapshot's trees (walk_snapshot); false, and no problem, where
+// other hosts forgot and pruned the snapshot since this check synced.
+bool walk_unless_forgotten(Repository& repo, const catalog::SnapshotRecord& snap,
+                           const std::function<void(const std::string& path, const TreeEntry& entry)>& fn) {
+  try {
+    walk_snapshot(repo, snap, "/", fn);
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNotFound && !repo.target().head(snapshot_key(snap.id))) return false;
+    throw;
+  }
+}
+
 // What check did not find: chunks not in the index and trees that could
 // not be read (with --read-data), each with where it is first used.
 struct Unfound {
@@ -88,7 +101,7 @@ void report_unfound(Repository& repo, Unfound unfound, CheckResult& result) {
     for (const catalog::SnapshotRecord& snap : repo.catalog().list_snapshots()) {
       used.insert(snap.root);
       try {
-        walk_snapshot(repo, snap, "/", [&](const std::string&, const TreeEntry& e) {
+        walk_unless_forgotten(repo, snap, [&](const std::string&, const TreeEntry& e) {
           if (e.meta.type == NodeType::kDir) used.insert(e.subtree);
           for (const ContentRef& ref : e.content) {
             if (!ref.hole && unfound.chunks.count(ref.chunk)) used.insert(ref.chunk);
@@ -96,8 +109,7 @@ void report_unfound(Repository& repo, Unfound unfound, CheckResult& result) {
         });
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kIntegrity && e.kind() != ErrorKind::kNotFound) throw;
-        // Forgotten since the sync; or damaged, which the first walk reported.
-        if (repo.target().head(snapshot_key(snap.id))) all_walked = false;
+        all_walked = false;  // damaged, which the first walk reported
       }
     }
     auto still_used = [&](const Id& id) { return !all_walked || used.count(id) > 0; };
@@ -223,7 +235,7 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
     if (repo.put_only()) break;
     if (seen_trees.emplace(snap.root, snap.id.short_hex() + ":/").second) ++result.trees;
     try {
-      walk_snapshot(repo, snap, "/", [&](const std::string& path, const TreeEntry& e) {
+      walk_unless_forgotten(repo, snap, [&](const std::string& path, const TreeEntry& e) {
         if (e.meta.type == NodeType::kDir && seen_trees.emplace(e.subtree, snap.id.short_hex() + ":" + path).second) {
           ++result.trees;
         }
@@ -235,8 +247,6 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
         }
       });
     } catch (const Error& e) {
-      // Forgotten and pruned by other hosts since the sync: not a problem.
-      if (e.kind() == ErrorKind::kNotFound && !repo.target().head(snapshot_key(snap.id))) continue;
       result.problems.push_back({"snapshot " + snap.id.short_hex() + ": " + e.what(), {}});
     }
   }
@@ -311,7 +321,7 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
       std::unordered_map<Id, std::vector<std::string>, IdHash> affected;
       for (const Id& id : bad_blobs) affected[id];
       for (const auto& snap : snapshots) {
-        walk_snapshot(repo, snap, "/", [&](const std::string& path, const TreeEntry& e) {
+        walk_unless_forgotten(repo, snap, [&](const std::string& path, const TreeEntry& e) {
           for (const ContentRef& ref : e.content) {
             auto it = affected.find(ref.chunk);
             if (!ref.hole && it != affected.end()) {
