@@ -461,6 +461,8 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
                              " indexed here but not in the header, others at other offsets); run keel catalog rebuild");
     }
   } catch (const Error& e) {
+    // Gone since its blobs were read (a prune elsewhere): the caller asks the target.
+    if (e.kind() == ErrorKind::kNotFound) throw;
     out.problems.push_back(e.what());
   }
   return out;

@@ -118,7 +118,7 @@ class Content {
 
   // Reads a whole pack front to back: each blob's checksum, plaintext and
   // keyed id (a full key's work), the whole pack's XXH3-128 where the index
-  // knows it, and its header.
+  // knows it, and its header. Throws Error(kNotFound) if the pack is gone.
   PackScrub scrub(const catalog::PackRecord& pack);
 
   targets::Target& target() { return target_; }

@@ -624,6 +624,45 @@ TEST_CASE("check names nothing of a snapshot that a forget and a prune elsewhere
   f.restores_identical(kept, f.src("keep"));
 }
 
+namespace {
+
+// Runs `before` once, ahead of the second read of `key`: what a prune on
+// another host does between a check's reading of a pack's blobs and of its header.
+class BeforeSecondRead final : public targets::TargetDecorator {
+ public:
+  using TargetDecorator::TargetDecorator;
+  size_t get_range(const std::string& k, uint64_t offset, std::span<uint8_t> out) override {
+    if (k == key && ++reads == 2 && before) std::exchange(before, nullptr)();
+    return TargetDecorator::get_range(k, offset, out);
+  }
+  std::string key;
+  int reads = 0;
+  std::function<void()> before;
+};
+
+}  // namespace
+
+TEST_CASE("check names no pack that a prune elsewhere deletes while it reads it", "[prune][check]") {
+  Fixture f;
+  Fixture::OldAndKept old = f.old_and_kept(600'000, 40'000, 750);
+  const auto data_pack = std::ranges::find_if(old.old_packs, [&](const Id& p) {
+    const auto blobs = f.repo->catalog().blobs_in_pack(p);
+    return !blobs.empty() && blobs.front().type == catalog::BlobType::kData;
+  });
+  REQUIRE(data_pack != old.old_packs.end());
+  auto hooked = std::make_unique<BeforeSecondRead>(targets::local::open_local_target(f.repo_path(), false));
+  BeforeSecondRead& target = *hooked;
+  auto checker = Repository::open(std::move(hooked), {"secret", (f.dir.path / "checker.db").string()});
+  target.key = pack_key(*data_pack);
+  target.before = [&] { f.repo->target().remove(target.key); };  // its snapshot is forgotten: garbage
+  CheckOptions check;
+  check.read_data = true;
+  CheckResult result = run_check(*checker, check);
+  CHECK(target.reads >= 2);
+  CHECK_FALSE(target.before);
+  for (const auto& p : result.problems) FAIL_CHECK(p.message);
+}
+
 TEST_CASE("check still names the files whose chunks were in a lost pack", "[prune][check]") {
   Fixture f;
   f.write(f.src("keep/b.bin"), 300'000, 710);
