@@ -78,6 +78,10 @@ bool walk_unless_forgotten(Repository& repo, const catalog::SnapshotRecord& snap
   }
 }
 
+CheckProblem tree_problem(const Id& tree, const std::string& first_use, const std::string& why) {
+  return {"tree " + tree.short_hex() + ": " + why, {first_use + " (directory listing)"}};
+}
+
 // What check did not find: chunks not in the index and trees that could
 // not be read (with --read-data), each with where it is first used.
 struct Unfound {
@@ -138,7 +142,7 @@ void report_unfound(Repository& repo, Unfound unfound, CheckResult& result) {
                                {first_use}});
   }
   for (const auto& [tree, why] : trees) {
-    result.problems.push_back({"tree " + tree.short_hex() + ": " + why.second, {why.first + " (directory listing)"}});
+    result.problems.push_back(tree_problem(tree, why.first, why.second));
   }
 }
 
@@ -277,7 +281,7 @@ CheckResult run_check(Repository& repo, const CheckOptions& options,
         if (e->kind() == ErrorKind::kNotFound) {
           unfound.trees.emplace(tree, first_use);
         } else {
-          result.problems.push_back({"tree " + tree.short_hex() + ": " + e->what(), {first_use + " (directory listing)"}});
+          result.problems.push_back(tree_problem(tree, first_use, e->what()));
         }
       }
     }
