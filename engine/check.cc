@@ -65,16 +65,14 @@ std::optional<Error> read_tree(Repository& repo, const Id& tree) {
   }
 }
 
-// Walks a snapshot's trees (walk_snapshot); false, and no problem, where
+// Walks a snapshot's trees (walk_snapshot); stops, and no problem, where
 // other hosts forgot and pruned the snapshot since this check synced.
-bool walk_unless_forgotten(Repository& repo, const catalog::SnapshotRecord& snap,
+void walk_unless_forgotten(Repository& repo, const catalog::SnapshotRecord& snap,
                            const std::function<void(const std::string& path, const TreeEntry& entry)>& fn) {
   try {
     walk_snapshot(repo, snap, "/", fn);
-    return true;
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kNotFound && !repo.target().head(snapshot_key(snap.id))) return false;
-    throw;
+    if (e.kind() != ErrorKind::kNotFound || repo.target().head(snapshot_key(snap.id))) throw;
   }
 }
 
@@ -96,7 +94,7 @@ struct Unfound {
 // and reported if it is still missing. Reading a tree again can meet another
 // such prune: three rounds at most for trees.
 void report_unfound(Repository& repo, Unfound unfound, CheckResult& result) {
-  std::map<Id, std::string> chunks;                            // still unindexed, first use
+  std::map<Id, std::string> chunks;                            // unindexed, first use (one look-up)
   std::map<Id, std::pair<std::string, std::string>> trees;     // still unreadable, first use and why
   for (int round = 0; round < 3 && !unfound.empty(); ++round) {
     repo.sync_catalog();
@@ -120,7 +118,6 @@ void report_unfound(Repository& repo, Unfound unfound, CheckResult& result) {
     Unfound again;
     std::vector<Id> look_up;
     for (const auto& [chunk, first_use] : unfound.chunks) {
-      chunks.erase(chunk);
       if (still_used(chunk)) look_up.push_back(chunk);
     }
     const std::vector<std::optional<catalog::BlobLocation>> found = repo.catalog().find_blobs(look_up);

@@ -585,17 +585,28 @@ TEST_CASE("check names no pack that a prune elsewhere deletes while it syncs and
 
 namespace {
 
-// Runs `before` once, ahead of the first ranged read of a pack: what a forget
-// and a prune on other hosts do while a check walks and reads trees.
-class BeforeFirstPackRead final : public targets::TargetDecorator {
+// Runs `before` once, ahead of the `nth` ranged read of a key `reading`
+// accepts: what a forget and a prune on other hosts do while a check reads.
+class BeforeNthRead final : public targets::TargetDecorator {
  public:
   using TargetDecorator::TargetDecorator;
   size_t get_range(const std::string& key, uint64_t offset, std::span<uint8_t> out) override {
-    if (key.starts_with("packs/") && before) std::exchange(before, nullptr)();
+    if (reading && reading(key) && ++reads == nth && before) std::exchange(before, nullptr)();
     return TargetDecorator::get_range(key, offset, out);
   }
+  std::function<bool(const std::string&)> reading;
+  int nth = 1;
+  int reads = 0;
   std::function<void()> before;
 };
+
+// A pack of `packs` that holds chunks, not trees.
+std::set<Id>::const_iterator data_pack_of(Repository& repo, const std::set<Id>& packs) {
+  return std::ranges::find_if(packs, [&](const Id& p) {
+    const auto blobs = repo.catalog().blobs_in_pack(p);
+    return !blobs.empty() && blobs.front().type == catalog::BlobType::kData;
+  });
+}
 
 }  // namespace
 
@@ -607,9 +618,10 @@ TEST_CASE("check names nothing of a snapshot that a forget and a prune elsewhere
   f.backup(f.src("old"));
   const catalog::SnapshotRecord kept = f.backup(f.src("keep"));
   // The walk takes trees from the catalog; --read-data reads each from its pack.
-  auto hooked = std::make_unique<BeforeFirstPackRead>(targets::local::open_local_target(f.repo_path(), false));
-  BeforeFirstPackRead& target = *hooked;
+  auto hooked = std::make_unique<BeforeNthRead>(targets::local::open_local_target(f.repo_path(), false));
+  BeforeNthRead& target = *hooked;
   auto checker = Repository::open(std::move(hooked), {"secret", (f.dir.path / "checker.db").string()});
+  target.reading = [](const std::string& key) { return key.starts_with("packs/"); };
   bool pruned = false;
   target.before = [&] {
     f.forget_path(f.src("old"));
@@ -624,37 +636,18 @@ TEST_CASE("check names nothing of a snapshot that a forget and a prune elsewhere
   f.restores_identical(kept, f.src("keep"));
 }
 
-namespace {
-
-// Runs `before` once, ahead of the second read of `key`: what a prune on
-// another host does between a check's reading of a pack's blobs and of its header.
-class BeforeSecondRead final : public targets::TargetDecorator {
- public:
-  using TargetDecorator::TargetDecorator;
-  size_t get_range(const std::string& k, uint64_t offset, std::span<uint8_t> out) override {
-    if (k == key && ++reads == 2 && before) std::exchange(before, nullptr)();
-    return TargetDecorator::get_range(k, offset, out);
-  }
-  std::string key;
-  int reads = 0;
-  std::function<void()> before;
-};
-
-}  // namespace
-
 TEST_CASE("check names no pack that a prune elsewhere deletes while it reads it", "[prune][check]") {
   Fixture f;
   Fixture::OldAndKept old = f.old_and_kept(600'000, 40'000, 750);
-  const auto data_pack = std::ranges::find_if(old.old_packs, [&](const Id& p) {
-    const auto blobs = f.repo->catalog().blobs_in_pack(p);
-    return !blobs.empty() && blobs.front().type == catalog::BlobType::kData;
-  });
+  const auto data_pack = data_pack_of(*f.repo, old.old_packs);
   REQUIRE(data_pack != old.old_packs.end());
-  auto hooked = std::make_unique<BeforeSecondRead>(targets::local::open_local_target(f.repo_path(), false));
-  BeforeSecondRead& target = *hooked;
+  auto hooked = std::make_unique<BeforeNthRead>(targets::local::open_local_target(f.repo_path(), false));
+  BeforeNthRead& target = *hooked;
   auto checker = Repository::open(std::move(hooked), {"secret", (f.dir.path / "checker.db").string()});
-  target.key = pack_key(*data_pack);
-  target.before = [&] { f.repo->target().remove(target.key); };  // its snapshot is forgotten: garbage
+  const std::string key = pack_key(*data_pack);
+  target.reading = [&](const std::string& k) { return k == key; };
+  target.nth = 2;  // its blobs read, its header not yet
+  target.before = [&] { f.repo->target().remove(key); };  // its snapshot is forgotten: garbage
   CheckOptions check;
   check.read_data = true;
   CheckResult result = run_check(*checker, check);
@@ -668,10 +661,7 @@ TEST_CASE("check still names the files whose chunks were in a lost pack", "[prun
   f.write(f.src("keep/b.bin"), 300'000, 710);
   f.backup(f.src("keep"));
   std::set<Id> packs = packs_of(*f.repo);
-  const auto data_pack = std::ranges::find_if(packs, [&](const Id& p) {
-    const auto blobs = f.repo->catalog().blobs_in_pack(p);
-    return !blobs.empty() && blobs.front().type == catalog::BlobType::kData;
-  });
+  const auto data_pack = data_pack_of(*f.repo, packs);
   REQUIRE(data_pack != packs.end());
   f.repo->target().remove(pack_key(*data_pack));
   // The catalog that indexed the pack and one that never saw it alike.
