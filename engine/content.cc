@@ -260,7 +260,10 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
     }
     if (!opens) {
       sink.deliver(i, stored);
-    } else if (batch.size == kVerifyLanes || batch_bytes >= kVerifyBatchBytes) {
+    } else if (!verify || batch.size == kVerifyLanes || batch_bytes >= kVerifyBatchBytes) {
+      // Unverified blobs go on at once, from one lane: batched, they were
+      // copied on from buffers that had left the cache, and the other
+      // lanes' buffers were fresh memory to fault in.
       deliver_batch(batch, form, sink, buf, cpu, verify);
     }
   }

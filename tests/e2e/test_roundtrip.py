@@ -37,8 +37,15 @@ def make_tree(root):
     with open(secret, "w") as f:
         f.write("top secret\n")
     os.chmod(secret, 0o600)
+    # Set-id bits on a file of another owner: restore's chown clears them,
+    # so its chmod must come after.
+    other_setid = os.path.join(root, "docs/setid-other")
+    with open(other_setid, "w") as f:
+        f.write("#!/bin/sh\n")
     if os.geteuid() == 0:
         os.chown(secret, 1234, 5678)
+        os.chown(other_setid, 1234, 5678)
+    os.chmod(other_setid, 0o6750)
     try:
         os.setxattr(os.path.join(root, "docs/readme.txt"), "user.keel.test", b"xattr value \x00\x01")
     except OSError:
@@ -108,7 +115,7 @@ class RoundTrip(KeelTestCase):
         self.keel("backup", src)
         entries = self.keel_json("ls", "latest", src + "/docs")
         names = sorted(os.path.basename(e["path"]) for e in entries)
-        self.assertEqual(names, ["deep", "readme.txt", "secret"])
+        self.assertEqual(names, ["deep", "readme.txt", "secret", "setid-other"])
         recursive = self.keel("ls", "-R", "latest", src).stdout.decode()
         self.assertIn(src + "/docs/deep/er/still/random.bin", recursive)
 
