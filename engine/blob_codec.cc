@@ -26,7 +26,7 @@ void seal_blob(const Key256& key, Compressor* compressor, const Id& id, ByteView
 }
 
 ByteView open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t raw_length, Bytes& raw, Bytes& scratch,
-                   const std::string& what, StageCpu* cpu) {
+                   const std::string& what, StageCpu* cpu, std::span<uint8_t> placed) {
   ByteView opened;
   {
     StageTimer timer(cpu, Stage::kDecrypt);
@@ -43,6 +43,7 @@ ByteView open_blob(const Key256& key, const Id& id, ByteView sealed, uint32_t ra
       return payload;
     case kZstd: {
       StageTimer timer(cpu, Stage::kDecompress);
+      if (!placed.empty() && placed.size() == raw_length) return decompress_to(payload, placed, what);
       return decompress_into(payload, raw_length, raw, what);
     }
     default:

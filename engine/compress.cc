@@ -159,26 +159,32 @@ bool Compressor::compress(ByteView data, Bytes& out) {
   return true;
 }
 
-ByteView decompress_into(ByteView frame, size_t raw_length, Bytes& buffer, const std::string& what) {
+ByteView decompress_to(ByteView frame, std::span<uint8_t> out, const std::string& what) {
   thread_local const std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx(ZSTD_createDCtx());
   if (!dctx) throw Error(ErrorKind::kFailure, "zstd: cannot allocate a decompression context");
 
-  auto corrupt = [&](const std::string& why) {
-    buffer.clear();
-    return Error(ErrorKind::kIntegrity, what + ": " + why);
-  };
+  auto corrupt = [&](const std::string& why) { return Error(ErrorKind::kIntegrity, what + ": " + why); };
+  const size_t raw_length = out.size();
   const unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
   if (declared == ZSTD_CONTENTSIZE_ERROR) throw corrupt("not a zstd frame");
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != raw_length) {
     throw corrupt("zstd frame holds " + std::to_string(declared) + " bytes, expected " + std::to_string(raw_length));
   }
-  const std::span<uint8_t> out = overwritable(buffer, raw_length);
   const size_t rc = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
   if (ZSTD_isError(rc)) throw corrupt(std::string("zstd decompression failed: ") + ZSTD_getErrorName(rc));
   if (rc != raw_length) {
     throw corrupt("zstd frame decoded to " + std::to_string(rc) + " bytes, expected " + std::to_string(raw_length));
   }
   return out;
+}
+
+ByteView decompress_into(ByteView frame, size_t raw_length, Bytes& buffer, const std::string& what) {
+  try {
+    return decompress_to(frame, overwritable(buffer, raw_length), what);
+  } catch (const Error&) {
+    buffer.clear();
+    throw;
+  }
 }
 
 void decompress(ByteView frame, size_t raw_length, Bytes& out, const std::string& what) {

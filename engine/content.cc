@@ -52,11 +52,6 @@ std::string blob_where(targets::Target& target, const Id& pack, const catalog::B
   return "blob " + blob.id.short_hex() + " in " + pack_where(target, pack) + " at offset " + std::to_string(blob.offset);
 }
 
-ByteView open_checked(const Key256& key, targets::Target& target, const Id& pack, const catalog::BlobRecord& blob,
-                      ByteView sealed, Bytes& raw, Bytes& scratch, StageCpu* cpu = nullptr) {
-  return open_blob(key, blob.id, sealed, blob.raw_length, raw, scratch, blob_where(target, pack, blob), cpu);
-}
-
 Error false_copy(targets::Target& target, const catalog::BlobLocation& copy) {
   return Error(ErrorKind::kIntegrity, blob_where(target, copy.pack, copy.blob) +
                                           ": its content does not hash to its id (a false copy: written under this id "
@@ -93,13 +88,14 @@ Content::Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& in
     : target_(target), keys_(keys), index_(index) {}
 
 ByteView Content::open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
-                       const Key256& key, StageCpu* cpu) {
+                       const Key256& key, StageCpu* cpu, std::span<uint8_t> placed) {
   ByteView stored;
   {
     StageTimer timer(cpu, Stage::kRead);
     stored = checked(target_, copy.pack, copy.blob, range, range_offset);
   }
-  return open_checked(key, target_, copy.pack, copy.blob, stored, lane.raw, lane.scratch, cpu);
+  return open_blob(key, copy.blob.id, stored, copy.blob.raw_length, lane.raw, lane.scratch,
+                   blob_where(target_, copy.pack, copy.blob), cpu, placed);
 }
 
 std::array<bool, Content::kVerifyLanes> Content::false_copies(const Batch& batch, StageCpu* cpu) {
@@ -240,7 +236,10 @@ uint64_t Content::read_range(std::span<const catalog::BlobLocation> blobs, const
           key = keys_.blob_key(range.pack);
           verify = !key->authentic;
         }
-        const ByteView plain = open(blobs[i], data, range.offset, buf.lanes[batch.size], key->key, cpu);
+        // Unverified plaintext goes on at once: where the sink wants it.
+        const std::span<uint8_t> placed =
+            !verify && form == BlobForm::kOpened ? sink.place(i, blobs[i].blob.raw_length) : std::span<uint8_t>{};
+        const ByteView plain = open(blobs[i], data, range.offset, buf.lanes[batch.size], key->key, cpu, placed);
         batch.copies[batch.size] = &blobs[i];
         batch.indexes[batch.size] = i;
         batch.plains[batch.size++] = plain;

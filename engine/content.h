@@ -79,6 +79,14 @@ class BlobSink {
   virtual ~BlobSink() = default;
   // `data` is valid only during the call.
   virtual void deliver(size_t index, ByteView data) = 0;
+  // Memory of exactly `length` bytes to open blob `index` into, where its
+  // deliver() will find it, or empty (the default) to have it opened into
+  // the reader's own buffers. Asked on the reader thread just before the
+  // blob is opened, only where deliver() follows at once (plaintext of a
+  // pack whose blob key needs no id check); the blob is then delivered,
+  // from there or from other memory (a copy read elsewhere), or failed.
+  // Spares a sink that copies each blob into a buffer of its own that copy.
+  virtual std::span<uint8_t> place(size_t /*index*/, size_t /*length*/) { return {}; }
   // The blob could not be read or is damaged; `error` names its pack and offset.
   virtual void fail(size_t index, const Error& error) = 0;
 };
@@ -157,10 +165,10 @@ class Content {
     std::array<ByteView, kVerifyLanes> plains{};
   };
   // A blob whose stored bytes are at `range_offset`'s offset within a
-  // fetched range: checked, then opened into `lane` with the pack's blob
-  // key. Throws Error(kIntegrity) naming the copy.
+  // fetched range: checked, then opened into `lane` (or `placed`, as
+  // open_blob) with the pack's blob key. Throws Error(kIntegrity) naming the copy.
   ByteView open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
-                const Key256& key, StageCpu* cpu);
+                const Key256& key, StageCpu* cpu, std::span<uint8_t> placed = {});
   // Which of the batch's plaintexts do not hash to their ids (a false copy:
   // any writer seals under a blob key of its own, so a copy written under a
   // real id with other content by a put-only or stolen key authenticates;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "engine/crypto.h"
@@ -25,5 +26,9 @@ ByteView open_sealed_into(const Key256& key, ByteView box, ByteView associated, 
 // raw_length bytes. Throws Error(kIntegrity) as decompress does, `buffer`
 // left empty.
 ByteView decompress_into(ByteView frame, size_t raw_length, Bytes& buffer, const std::string& what);
+
+// Decompresses a zstd frame into `out`, which must be the size of its
+// content, and returns it. Throws Error(kIntegrity) as decompress does.
+ByteView decompress_to(ByteView frame, std::span<uint8_t> out, const std::string& what);
 
 }  // namespace keel::engine

@@ -91,17 +91,20 @@ struct Store {
 
   // `count` blobs of `size` bytes, in packs of about `pack_size`; those
   // numbered in `forged` are false copies (sealed under an id that their
-  // content does not hash to, as a put-only key could write them).
+  // content does not hash to, as a put-only key could write them). Those
+  // numbered in `compressible` are stored compressed, the others raw.
   void write(size_t count, size_t size, uint64_t pack_size, catalog::BlobType type = catalog::BlobType::kData,
-             const std::set<size_t>& forged = {}) {
+             const std::set<size_t>& forged = {}, const std::set<size_t>& compressible = {}) {
     ThreadPool uploads(2, 4);
     ByteBudget budget(1 << 20);
     ContentWriter writer(writer_content, PackWriterOptions{pack_size, kPartSize}, uploads, budget);
+    Compressor compressor(1);
     Bytes sealed;
     for (size_t i = 0; i < count; ++i) {
       Bytes raw = test::random_bytes(size, ids.size() + 1);
+      if (compressible.count(i)) std::fill(raw.begin() + static_cast<std::ptrdiff_t>(size / 8), raw.end(), uint8_t(i));
       Id id = keyed_id(keys.id, forged.count(i) ? test::random_bytes(size, 1000 + i) : raw);  // reads check it
-      seal_blob(writer_pack_keys.write_key(), nullptr, id, raw, sealed);
+      seal_blob(writer_pack_keys.write_key(), compressible.count(i) ? &compressor : nullptr, id, raw, sealed);
       writer.add(type, id, static_cast<uint32_t>(raw.size()), sealed);
       ids.push_back(id);
       plain.push_back(std::move(raw));
@@ -259,6 +262,58 @@ TEST_CASE("a read coalesces neighbours and delivers every blob opened", "[conten
     Collector got;
     CHECK_THROWS_MATCHES(s.content.read(blobs, plan_reads(blobs, 0, 16 << 20), ReadOptions{.cancel = &cancel}, got),
                          Error, Catch::Predicate<Error>([](const Error& e) { return e.kind() == ErrorKind::kInterrupted; }));
+  }
+}
+
+// Opens blobs where it asks (BlobSink::place), in memory of its own.
+struct Placer : Collector {
+  std::map<size_t, Bytes> places;  // by index, as asked
+  std::set<size_t> from_place;     // delivered from where it asked
+  std::span<uint8_t> place(size_t index, size_t length) override {
+    std::lock_guard lock(mu);
+    Bytes& b = places[index];
+    b.assign(length, 0xee);
+    return b;
+  }
+  void deliver(size_t index, ByteView data) override {
+    {
+      std::lock_guard lock(mu);
+      if (places.count(index) && data.data() == places[index].data()) from_place.insert(index);
+    }
+    Collector::deliver(index, data);
+  }
+};
+
+TEST_CASE("compressed blobs are opened where the sink places them, where no id check follows", "[content]") {
+  const std::set<size_t> compressible{0, 1, 2, 5, 6, 9};
+  SECTION("an authentic key: placed, delivered from there, the raw ones from the reader's buffers") {
+    Store s;
+    s.write(10, 20000, 1 << 20, catalog::BlobType::kData, {}, compressible);
+    std::vector<catalog::BlobLocation> blobs = s.locate(s.ids);
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      CHECK((blobs[i].blob.stored_length < 20000) == (compressible.count(i) == 1));  // stored as meant
+    }
+    s.damage(blobs[6].pack, blobs[6].blob.offset + 40);  // a placed one fails
+    Placer got;
+    s.content.read(blobs, plan_reads(blobs, 4096, 16 << 20), ReadOptions{.readers = 2}, got);
+    CHECK(got.repeats == 0);
+    CHECK(got.places.size() == blobs.size());  // asked for every blob
+    CHECK(got.failed.count(6) == 1);
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      if (i == 6) continue;
+      CHECK(got.delivered[i] == s.plain[i]);
+      CHECK(got.from_place.count(i) == compressible.count(i));
+    }
+  }
+  SECTION("a put-only writer's packs: never placed, each blob checked against its id first") {
+    Store s(Writer::kPutOnly);
+    s.write(10, 20000, 1 << 20, catalog::BlobType::kData, {4}, compressible);
+    std::vector<catalog::BlobLocation> blobs = s.locate(s.ids);
+    Placer got;
+    s.content.read(blobs, plan_reads(blobs, 4096, 16 << 20), ReadOptions{}, got);
+    CHECK(got.places.empty());
+    CHECK(got.failed.count(4) == 1);  // the false copy
+    CHECK(got.delivered.size() == blobs.size() - 1);
   }
 }
 
