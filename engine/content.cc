@@ -89,13 +89,17 @@ Content::Content(targets::Target& target, PackKeys& keys, catalog::PackIndex& in
 
 ByteView Content::open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
                        const Key256& key, StageCpu* cpu, std::span<uint8_t> placed) {
-  ByteView stored;
-  {
-    StageTimer timer(cpu, Stage::kRead);
-    stored = checked(target_, copy.pack, copy.blob, range, range_offset);
+  // The stored bytes' checksum is taken only where they fail to open: the
+  // seal authenticates them, and the checksum then tells damage, named
+  // with its offset, from a wrong key (1.5% of a restore's CPU).
+  const ByteView stored = range.subspan(copy.blob.offset - range_offset, copy.blob.stored_length);
+  try {
+    return open_blob(key, copy.blob.id, stored, copy.blob.raw_length, lane.raw, lane.scratch,
+                     blob_where(target_, copy.pack, copy.blob), cpu, placed);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kIntegrity) checked(target_, copy.pack, copy.blob, range, range_offset);
+    throw;
   }
-  return open_blob(key, copy.blob.id, stored, copy.blob.raw_length, lane.raw, lane.scratch,
-                   blob_where(target_, copy.pack, copy.blob), cpu, placed);
 }
 
 std::array<bool, Content::kVerifyLanes> Content::false_copies(const Batch& batch, StageCpu* cpu) {
@@ -426,11 +430,10 @@ PackScrub Content::scrub(const catalog::PackRecord& pack) {
     };
     for (const catalog::BlobLocation& copy : copies) {
       try {
+        checked(target_, pack.id, copy.blob, buf, pos);  // the index's checksum too
         if (blob_key) {
           batch.plains[batch.size] = open(copy, buf, pos, opened.lanes[batch.size], *blob_key, nullptr);
           batch.copies[batch.size++] = &copy;
-        } else {
-          checked(target_, pack.id, copy.blob, buf, pos);
         }
       } catch (const Error& e) {
         out.problems.push_back(e.what());

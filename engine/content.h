@@ -165,8 +165,10 @@ class Content {
     std::array<ByteView, kVerifyLanes> plains{};
   };
   // A blob whose stored bytes are at `range_offset`'s offset within a
-  // fetched range: checked, then opened into `lane` (or `placed`, as
-  // open_blob) with the pack's blob key. Throws Error(kIntegrity) naming the copy.
+  // fetched range, opened into `lane` (or `placed`, as open_blob) with the
+  // pack's blob key; checked against the index's checksum only where it does
+  // not open. Throws Error(kIntegrity) naming the copy (a checksum mismatch
+  // at its offset where its bytes are damaged).
   ByteView open(const catalog::BlobLocation& copy, ByteView range, uint64_t range_offset, Opened& lane,
                 const Key256& key, StageCpu* cpu, std::span<uint8_t> placed = {});
   // Which of the batch's plaintexts do not hash to their ids (a false copy:
