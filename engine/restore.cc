@@ -723,6 +723,7 @@ class RestoreRun {
   void write_gathered(Gather& g) {
     if (!g.file) return;
     FileTask& file = *std::exchange(g.file, nullptr);
+    if (g.pieces.empty()) return;  // a run begun for a placed blob that then failed
     write_run(file, g.start, ByteView(g.at(g.start), g.end - g.start), g.pieces);
     g.pieces.clear();
   }
