@@ -882,8 +882,8 @@ class RestoreRun {
       if (::lstat(p, &st) != 0) return;  // never created: its failure was already reported
       target.now = &st;
     }
-    const bool owned = target.now && target.now->st_uid == m.uid && target.now->st_gid == m.gid;
-    if (as_root_ && !owned && (fd >= 0 ? ::fchown(fd, m.uid, m.gid) : ::lchown(p, m.uid, m.gid)) != 0) {
+    const bool set_owner = as_root_ && !(target.now && target.now->st_uid == m.uid && target.now->st_gid == m.gid);
+    if (set_owner && (fd >= 0 ? ::fchown(fd, m.uid, m.gid) : ::lchown(p, m.uid, m.gid)) != 0) {
       fail(path, std::string("chown: ") + std::strerror(errno), ErrorKind::kTargetIo);
     }
     for (const Xattr& x : m.xattrs) {
@@ -895,7 +895,7 @@ class RestoreRun {
       }
     }
     // A chown clears the set-id bits, so the mode seen before it counts only without one.
-    const bool same_mode = owned && (target.now->st_mode & 07777) == (m.mode & 07777);
+    const bool same_mode = !set_owner && target.now && (target.now->st_mode & 07777) == (m.mode & 07777);
     if (m.type != NodeType::kSymlink && !same_mode &&
         (fd >= 0 ? ::fchmod(fd, m.mode & 07777) : ::chmod(p, m.mode & 07777)) != 0) {
       fail(path, std::string("chmod: ") + std::strerror(errno), ErrorKind::kTargetIo);
